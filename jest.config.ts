@@ -1,0 +1,40 @@
+import type { Config } from 'jest';
+
+// Tests run from TypeScript sources: workspace imports resolve to each package's src,
+// so no build is needed first. Type checking is `npm run typecheck`'s job; ts-jest only
+// transpiles, which keeps the suite fast on a two-core machine.
+const shared = {
+  preset: 'ts-jest',
+  testEnvironment: 'node',
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { tsconfig: '<rootDir>/tsconfig.check.json', isolatedModules: true }],
+  },
+  moduleNameMapper: {
+    '^@svc/core/testing$': '<rootDir>/packages/core/src/testing/index.ts',
+    '^@svc/([a-z0-9-]+)$': '<rootDir>/packages/$1/src/index.ts',
+  },
+  rootDir: '.',
+};
+
+const config: Config = {
+  projects: [
+    {
+      ...shared,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/packages/*/test/**/*.spec.ts'],
+      testPathIgnorePatterns: ['\\.int\\.spec\\.ts$', '\\.e2e\\.spec\\.ts$'],
+    },
+    {
+      ...shared,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/packages/*/test/**/*.int.spec.ts'],
+    },
+    {
+      ...shared,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/packages/*/test/**/*.e2e.spec.ts'],
+    },
+  ],
+};
+
+export default config;

@@ -1,0 +1,146 @@
+/**
+ * What went wrong, independent of any transport. The HTTP adapter maps each kind to a
+ * status in exactly one place.
+ */
+export type ErrorKind =
+  | 'invalid'
+  | 'unauthenticated'
+  | 'forbidden'
+  | 'hidden'
+  | 'not_found'
+  | 'conflict'
+  | 'throttled'
+  | 'unavailable';
+
+/** Field name to messages, as returned for validation failures. */
+export type FieldErrors = Record<string, string[]>;
+
+const BRAND = Symbol.for('svc.DomainError');
+
+/** Base of every error the core throws on purpose: a stable code, a kind and a safe message. */
+export abstract class DomainError extends Error {
+  readonly [BRAND] = true;
+  abstract readonly code: string;
+  abstract readonly kind: ErrorKind;
+  /** Per-field messages for validation failures; absent for other errors. */
+  readonly fields: FieldErrors | undefined;
+
+  protected constructor(message: string, fields?: FieldErrors) {
+    super(message);
+    this.name = new.target.name;
+    this.fields = fields;
+  }
+
+  /** True for any DomainError, also one created by another copy of this package. */
+  static is(value: unknown): value is DomainError {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[BRAND] === true;
+  }
+}
+
+/** One or more request fields are invalid. */
+export class ValidationFailed extends DomainError {
+  readonly code = 'REQUEST.INVALID';
+  readonly kind = 'invalid' as const;
+  constructor(fields: FieldErrors) {
+    super(Object.entries(fields).map(([f, m]) => `${f}: ${m.join(' ')}`).join('; '), fields);
+  }
+
+  /** A single field with a single message. */
+  static field(field: string, message: string): ValidationFailed {
+    return new ValidationFailed({ [field]: [message] });
+  }
+}
+
+/** A value that must be unique is already taken. */
+export class AlreadyExists extends DomainError {
+  readonly code = 'RESOURCE.ALREADY_EXISTS';
+  readonly kind = 'invalid' as const;
+  constructor(readonly field: string) {
+    super(`${field}: This field must be unique.`, { [field]: ['This field must be unique.'] });
+  }
+}
+
+/** A business rule rejects the request (not tied to one field). */
+export class RequestRejected extends DomainError {
+  readonly kind = 'invalid' as const;
+  constructor(readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+/** The current release has no build, so nothing can run. */
+export class NoBuild extends RequestRejected {
+  constructor() {
+    super('RELEASE.NO_BUILD', 'No build associated with this release');
+  }
+}
+
+/** No credentials, or credentials that are not valid. */
+export class NotAuthenticated extends DomainError {
+  readonly code = 'AUTH.NOT_AUTHENTICATED';
+  readonly kind = 'unauthenticated' as const;
+  constructor(message = 'Invalid token.') {
+    super(message);
+  }
+}
+
+/** Authenticated, but this action is not allowed for this user. */
+export class Forbidden extends DomainError {
+  readonly code: string;
+  readonly kind = 'forbidden' as const;
+  constructor(message = 'You do not have permission to perform this action.', code = 'AUTH.FORBIDDEN') {
+    super(message);
+    this.code = code;
+  }
+}
+
+/** Something that does not exist (or that the caller must not learn exists). */
+export class NotFound extends DomainError {
+  readonly kind = 'not_found' as const;
+  constructor(readonly code: string, message = 'Not found.') {
+    super(message);
+  }
+}
+
+/** The application exists but the caller may not see it. Rendered per API version (403 or 404). */
+export class AppNotVisible extends DomainError {
+  readonly code = 'APP.NOT_VISIBLE';
+  readonly kind = 'hidden' as const;
+  constructor() {
+    super('You do not have permission to perform this action.');
+  }
+}
+
+/** The request conflicts with the current state. */
+export class Conflict extends DomainError {
+  readonly kind = 'conflict' as const;
+  constructor(readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+/** Too many recent failures; try again after `retryAfterSeconds`. */
+export class Throttled extends DomainError {
+  readonly code = 'AUTH.THROTTLED';
+  readonly kind = 'throttled' as const;
+  constructor(readonly retryAfterSeconds: number) {
+    super(`Request was throttled. Expected available in ${retryAfterSeconds} seconds.`);
+  }
+}
+
+/** A dependency (the scheduler, the database) failed; the operation changed nothing. */
+export class Unavailable extends DomainError {
+  readonly kind = 'unavailable' as const;
+  constructor(readonly code: string, message: string) {
+    super(message);
+  }
+}
+
+/** A release version was taken by a concurrent writer; the unit of work may be retried. */
+export class ReleaseVersionTaken extends DomainError {
+  readonly code = 'RELEASE.VERSION_TAKEN';
+  readonly kind = 'conflict' as const;
+  constructor(app: string, version: number) {
+    super(`Release v${version} of ${app} was created concurrently`);
+  }
+}

@@ -1,0 +1,134 @@
+import type { ContainerState, LogEntry } from '../model/entities';
+
+/** What a scheduler needs to start one container. */
+export interface ContainerSpec {
+  /** The container's uuid; stable across restarts. */
+  id: string;
+  app: string;
+  type: string;
+  num: number;
+  release: number;
+  image: string;
+  /** The process type's command from the Procfile; null for image builds (the image's own command). */
+  command: string | null;
+  /** Where the build's files are, when it has any (source builds); null otherwise. */
+  workdir: string | null;
+  /** Config values plus SVC_APP and SVC_RELEASE. */
+  env: Record<string, string>;
+  /** Memory limit such as `512M`, if any. */
+  memory: string | null;
+  /** CPU shares 0..1024, if any. */
+  cpu: number | null;
+}
+
+/** A one-off command to run to completion. */
+export interface RunSpec {
+  app: string;
+  release: number;
+  image: string;
+  workdir: string | null;
+  command: string;
+  env: Record<string, string>;
+  timeoutSeconds: number;
+  outputLimitBytes: number;
+}
+
+/** The outcome of a one-off command. */
+export interface RunResult {
+  exitCode: number;
+  output: string;
+}
+
+/**
+ * Runs containers. Any method may throw; the core turns a failure into a 503 and undoes
+ * what the operation had started.
+ */
+export interface Scheduler {
+  /** Creates and starts a container; resolves with its state once it is up. */
+  start(spec: ContainerSpec): Promise<ContainerState>;
+  /** Stops and removes a container. Stopping an unknown container is not an error. */
+  stop(id: string): Promise<void>;
+  /** Runs a one-off command and waits for it. */
+  run(spec: RunSpec): Promise<RunResult>;
+  /** Current states of the given containers; unknown ids are left out. */
+  states(ids: string[]): Promise<Map<string, ContainerState>>;
+}
+
+/** Stores the lines of each app's log. */
+export interface LogStore {
+  append(app: string, entries: LogEntry[]): Promise<void>;
+  /** The last `lines` entries, oldest first. */
+  tail(app: string, lines: number): Promise<LogEntry[]>;
+  remove(app: string): Promise<void>;
+}
+
+/** An OpenSSH public key as understood by the parser. */
+export interface ParsedPublicKey {
+  /** e.g. `ssh-ed25519`, `ssh-rsa`, `ecdsa-sha2-nistp256`. */
+  type: string;
+  /** Key size in bits (RSA modulus, curve size). */
+  bits: number;
+  /** `SHA256:<base64 without padding>`. */
+  fingerprint: string;
+  /** `<type> <base64>` with the comment, if any, kept after a single space. */
+  normalized: string;
+}
+
+/** Parses OpenSSH public keys. */
+export interface PublicKeyParser {
+  /** @throws ValidationFailed on field `public` when the text is not a supported public key. */
+  parse(text: string): ParsedPublicKey;
+}
+
+/** A certificate as understood by the parser. */
+export interface ParsedCertificate {
+  commonName: string | null;
+  san: string[];
+  issuer: string;
+  fingerprint: string;
+  starts: Date;
+  expires: Date;
+  /** The certificate re-encoded as PEM. */
+  pem: string;
+}
+
+/** Parses PEM certificates and checks that a private key belongs to them. */
+export interface CertificateParser {
+  /** @throws ValidationFailed on `certificate` or `key` when either is unreadable or they do not match. */
+  parse(certificatePem: string, keyPem: string): ParsedCertificate;
+}
+
+/** Slow salted password hashing. */
+export interface PasswordHasher {
+  hash(password: string): Promise<string>;
+  verify(password: string, hash: string): Promise<boolean>;
+}
+
+/** Mints API tokens and derives the hash they are stored under. */
+export interface TokenGenerator {
+  /** 40 lowercase hex characters from a cryptographic source. */
+  generate(): string;
+  hash(token: string): string;
+}
+
+/** Encrypts secrets at rest with the server secret. */
+export interface SecretBox {
+  seal(plaintext: string): string;
+  open(sealed: string): string;
+}
+
+/** The current time. */
+export interface Clock {
+  now(): Date;
+}
+
+/** New identifiers. */
+export interface IdGenerator {
+  uuid(): string;
+}
+
+/** Random choices (app names). */
+export interface RandomSource {
+  /** An integer in [0, maxExclusive). */
+  int(maxExclusive: number): number;
+}

@@ -1,0 +1,198 @@
+import { AlreadyExists, NotFound, Unavailable, ValidationFailed } from '../errors';
+import type { App, Config, Container, Release } from '../model/entities';
+import type { Page, PageRequest } from '../model/pagination';
+import { assertPageExists, sliceOf } from '../model/pagination';
+import { formatLogLine } from '../model/time';
+import type { RunResult } from '../ports/services';
+import { assertValidAppId, generateAppName, isAdmin } from '../rules/apps';
+import { releaseEnvironment } from '../rules/config';
+import { FieldErrorCollector, bodyObject, optionalString, requiredString, toInteger } from '../rules/fields';
+import { loadAdministeredApp, loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
+import { currentReleaseWithBuild } from './deploy';
+
+/** How many times a generated name is retried before giving up. */
+const NAME_ATTEMPTS = 10;
+
+/** Creates an app with its empty config and release v1, in one transaction. */
+export class CreateApp {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'ids' | 'random' | 'settings' | 'logs'>) {}
+
+  /** @throws ValidationFailed for an invalid or reserved id; AlreadyExists('id'). */
+  async execute(actor: Actor, body: unknown): Promise<App> {
+    const requested = bodyObject(body).id;
+    const given = requested !== undefined && requested !== null;
+    if (given) assertValidAppId(requested, this.deps.settings.reservedAppNames);
+
+    const app = await this.deps.uow.transaction(async (repos) => {
+      let id: string;
+      if (given) {
+        id = requested as string;
+        if (await repos.apps.findById(id)) throw new AlreadyExists('id');
+      } else {
+        id = await this.unusedName((candidate) => repos.apps.findById(candidate).then((a) => a !== null));
+      }
+      const now = this.deps.clock.now();
+      const app: App = { uuid: this.deps.ids.uuid(), id, owner: actor.user.username, structure: {}, created: now, updated: now };
+      await repos.apps.create(app);
+      const config: Config = {
+        uuid: this.deps.ids.uuid(), app: id, owner: actor.user.username,
+        values: {}, memory: {}, cpu: {}, tags: {}, created: now, updated: now,
+      };
+      await repos.configs.create(config);
+      const release: Release = {
+        uuid: this.deps.ids.uuid(), app: id, owner: actor.user.username, version: 1, build: null,
+        config: config.uuid, summary: `${actor.user.username} created initial release`, created: now, updated: now,
+      };
+      await repos.releases.create(release);
+      return app;
+    });
+    await logEvent(this.deps, app.id, `${actor.user.username} created initial release`);
+    return app;
+  }
+
+  private async unusedName(taken: (name: string) => Promise<boolean>): Promise<string> {
+    const reserved = this.deps.settings.reservedAppNames;
+    for (let attempt = 0; attempt < NAME_ATTEMPTS; attempt++) {
+      const name = generateAppName(this.deps.random, attempt);
+      if (!reserved.includes(name) && !(await taken(name))) return name;
+    }
+    throw new Unavailable('APP.NAME_EXHAUSTED', 'Could not find an unused application name; please choose one.');
+  }
+}
+
+/** Lists the apps the actor may see (all of them for administrators). */
+export class ListApps {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow'>) {}
+
+  /** @throws NotFound for a page past the end. */
+  async execute(actor: Actor, page: PageRequest): Promise<Page<App>> {
+    const owner = isAdmin(actor.user) ? null : actor.user.username;
+    const result = await this.deps.uow.repositories.apps.listVisibleTo(owner, sliceOf(page));
+    assertPageExists(page, result.count);
+    return result;
+  }
+}
+
+/** One app the actor may see. */
+export class GetApp {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow'>) {}
+
+  /** @throws NotFound, AppNotVisible */
+  async execute(actor: Actor, appId: string): Promise<App> {
+    return loadVisibleApp(this.deps.uow.repositories, actor, appId);
+  }
+}
+
+/** Updates an app; today that means transferring it to another owner. */
+export class UpdateApp {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'logs'>) {}
+
+  /** @throws NotFound (app or new owner), AppNotVisible, Forbidden for collaborators. */
+  async execute(actor: Actor, appId: string, body: unknown): Promise<App> {
+    const errors = new FieldErrorCollector();
+    const owner = optionalString(errors, bodyObject(body), 'owner', 1024);
+    errors.throwIfAny();
+    const result = await this.deps.uow.transaction(async (repos) => {
+      const app = await loadAdministeredApp(repos, actor, appId, true);
+      if (owner === undefined || owner === app.owner) return { app, from: null };
+      if (!(await repos.users.findByUsername(owner))) throw new NotFound('USER.NOT_FOUND', 'User not found.');
+      const updated: App = { ...app, owner, updated: this.deps.clock.now() };
+      await repos.apps.update(updated);
+      return { app: updated, from: app.owner };
+    });
+    if (result.from !== null) {
+      await logEvent(this.deps, result.app.id, `${actor.user.username} transferred ${result.app.id} from ${result.from} to ${result.app.owner}`);
+    }
+    return result.app;
+  }
+}
+
+/** Stops an app's containers and deletes it with everything under it. */
+export class DeleteApp {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'scheduler' | 'logs'>) {}
+
+  /** @throws NotFound, AppNotVisible, Forbidden for collaborators, Unavailable when containers cannot be stopped. */
+  async execute(actor: Actor, appId: string): Promise<void> {
+    await this.deps.uow.transaction(async (repos) => {
+      const app = await loadAdministeredApp(repos, actor, appId, true);
+      const containers = await repos.containers.listForApp(app.id, { includeRun: true });
+      for (const container of containers) {
+        try {
+          await this.deps.scheduler.stop(container.uuid);
+        } catch (error) {
+          const reason = error instanceof Error ? error.message : 'unknown error';
+          throw new Unavailable('SCHEDULER.FAILED', `The scheduler failed to stop ${app.id} ${container.type}.${container.num}: ${reason}`);
+        }
+      }
+      await repos.apps.delete(app.id);
+    });
+    try {
+      await this.deps.logs.remove(appId);
+    } catch {
+      // The app is gone; a log file left behind is harmless and is replaced if the name is reused.
+    }
+  }
+}
+
+export const DEFAULT_LOG_LINES = 100;
+export const MAX_LOG_LINES = 10000;
+
+/** The last lines of an app's log, formatted `<timestamp> <source>: <message>`. */
+export class GetLogs {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'logs'>) {}
+
+  /** @throws ValidationFailed for a log_lines that is not a positive integer; NotFound, AppNotVisible. */
+  async execute(actor: Actor, appId: string, logLines: unknown): Promise<string[]> {
+    let lines = DEFAULT_LOG_LINES;
+    if (logLines !== undefined) {
+      const parsed = toInteger(logLines);
+      if (parsed === null || parsed < 1) throw ValidationFailed.field('log_lines', 'A valid positive integer is required.');
+      lines = Math.min(parsed, MAX_LOG_LINES);
+    }
+    const app = await loadVisibleApp(this.deps.uow.repositories, actor, appId);
+    const entries = await this.deps.logs.tail(app.id, lines);
+    return entries.map(formatLogLine);
+  }
+}
+
+/** Runs a one-off command on the current release and waits for it. */
+export class RunCommand {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'scheduler' | 'ids' | 'clock' | 'logs' | 'settings'>) {}
+
+  /** @throws ValidationFailed without a command; NoBuild; NotFound, AppNotVisible; Unavailable when the scheduler fails. */
+  async execute(actor: Actor, appId: string, body: unknown): Promise<RunResult> {
+    const errors = new FieldErrorCollector();
+    const command = requiredString(errors, bodyObject(body), 'command', 64 * 1024);
+    if (command !== undefined && command.trim() === '') errors.add('command', 'This field may not be blank.');
+    errors.throwIfAny();
+
+    const repos = this.deps.uow.repositories;
+    const app = await loadVisibleApp(repos, actor, appId);
+    const state = await currentReleaseWithBuild(repos, app.id);
+    const runs = await repos.containers.listForApp(app.id, { type: 'run' });
+    const now = this.deps.clock.now();
+    const container: Container = {
+      uuid: this.deps.ids.uuid(), app: app.id, owner: actor.user.username, release: state.release.version,
+      type: 'run', num: runs.reduce((max, c) => Math.max(max, c.num), 0) + 1, state: 'up', created: now, updated: now,
+    };
+    await repos.containers.create(container);
+    await logEvent(this.deps, app.id, `${actor.user.username} runs '${command!}'`);
+    try {
+      return await this.deps.scheduler.run({
+        app: app.id,
+        release: state.release.version,
+        image: state.build.image,
+        workdir: null,
+        command: command!,
+        env: releaseEnvironment(state.config.values, app.id, state.release.version),
+        timeoutSeconds: this.deps.settings.runTimeoutSeconds,
+        outputLimitBytes: this.deps.settings.runOutputLimitBytes,
+      });
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : 'unknown error';
+      throw new Unavailable('SCHEDULER.FAILED', `The scheduler failed to run the command: ${reason}`);
+    } finally {
+      await repos.containers.delete(container.uuid);
+    }
+  }
+}

@@ -1,0 +1,313 @@
+import {
+  AlreadyExists,
+  Forbidden,
+  NotAuthenticated,
+  NotFound,
+  RequestRejected,
+  Throttled,
+  ValidationFailed,
+  Conflict,
+} from '../errors';
+import type { User } from '../model/entities';
+import type { Page, PageRequest } from '../model/pagination';
+import { assertPageExists, sliceOf } from '../model/pagination';
+import type { Repositories } from '../ports/repositories';
+import { isAdmin } from '../rules/apps';
+import { FieldErrorCollector, bodyObject, optionalString, requiredString } from '../rules/fields';
+import { checkNewPassword, parseRegistration } from '../rules/users';
+import { policyFor, type ApiVersion } from '../version/policy';
+import { requireAdmin, type Actor, type CoreDependencies } from './context';
+
+/** The answer to a failed login, the same for an unknown user and a wrong password. */
+export const INVALID_CREDENTIALS = 'Unable to log in with provided credentials.';
+/** A random hash to verify against when the user does not exist, so both cases take as long. */
+const TIMING_DECOY = 'decoy';
+
+async function mintToken(
+  deps: Pick<CoreDependencies, 'tokens' | 'clock' | 'settings'>,
+  repos: Repositories,
+  username: string,
+): Promise<string> {
+  const token = deps.tokens.generate();
+  const now = deps.clock.now();
+  const ttl = deps.settings.tokenTtlSeconds;
+  await repos.tokens.add({
+    hash: deps.tokens.hash(token),
+    username,
+    created: now,
+    expires: ttl === null ? null : new Date(now.getTime() + ttl * 1000),
+  });
+  return token;
+}
+
+async function findUser(repos: Repositories, username: string): Promise<User> {
+  const user = await repos.users.findByUsername(username);
+  if (!user) throw new NotFound('USER.NOT_FOUND');
+  return user;
+}
+
+/** Registers a user; the first user while no administrator exists becomes one. */
+export class RegisterUser {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords' | 'clock' | 'settings'>) {}
+
+  /**
+   * @throws Forbidden when registration is disabled, or admin-only and the caller is not an administrator.
+   * @throws ValidationFailed on invalid fields; AlreadyExists('username').
+   */
+  async execute(body: unknown, caller: Actor | null): Promise<User> {
+    const mode = this.deps.settings.registrationMode;
+    if (mode === 'disabled') throw new Forbidden('Registration is disabled', 'AUTH.REGISTRATION_DISABLED');
+    if (mode === 'admin_only' && !(caller && isAdmin(caller.user))) {
+      throw new Forbidden('Only administrators can register users', 'AUTH.REGISTRATION_ADMIN_ONLY');
+    }
+    const registration = parseRegistration(bodyObject(body));
+    const passwordHash = await this.deps.passwords.hash(registration.password);
+    return this.deps.uow.transaction(async (repos) => {
+      if (await repos.users.findByUsername(registration.username)) throw new AlreadyExists('username');
+      const firstAdmin = (await repos.users.countAdmins()) === 0;
+      return repos.users.create({
+        username: registration.username,
+        email: registration.email,
+        firstName: registration.firstName,
+        lastName: registration.lastName,
+        passwordHash,
+        isSuperuser: firstAdmin,
+        isStaff: firstAdmin,
+        isActive: true,
+        lastLogin: null,
+        dateJoined: this.deps.clock.now(),
+      });
+    });
+  }
+}
+
+/** Exchanges a username and password for a new token, with per-username throttling of failures. */
+export class Login {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords' | 'tokens' | 'clock' | 'settings'>) {}
+
+  /**
+   * @throws ValidationFailed for missing fields or wrong credentials (non_field_errors).
+   * @throws Throttled after too many recent failures for the username.
+   */
+  async execute(body: unknown): Promise<{ token: string }> {
+    const input = bodyObject(body);
+    const errors = new FieldErrorCollector();
+    const username = requiredString(errors, input, 'username', 1024);
+    const password = requiredString(errors, input, 'password', 1024);
+    errors.throwIfAny();
+
+    const { uow, clock, settings } = this.deps;
+    const now = clock.now();
+    const windowMs = settings.loginFailureWindowSeconds * 1000;
+    const failures = await uow.repositories.loginFailures.since(username!, new Date(now.getTime() - windowMs));
+    if (failures.length >= settings.loginFailureLimit) {
+      const oldest = failures[failures.length - settings.loginFailureLimit] as Date;
+      throw new Throttled(Math.max(1, Math.ceil((oldest.getTime() + windowMs - now.getTime()) / 1000)));
+    }
+
+    const user = await uow.repositories.users.findByUsername(username!);
+    const matches = await this.deps.passwords.verify(password!, user?.passwordHash ?? TIMING_DECOY);
+    if (!user || !matches || !user.isActive) {
+      await uow.repositories.loginFailures.record(username!, now);
+      throw new ValidationFailed({ non_field_errors: [INVALID_CREDENTIALS] });
+    }
+    return uow.transaction(async (repos) => {
+      await repos.loginFailures.clear(user.username);
+      await repos.users.update({ ...user, lastLogin: now });
+      return { token: await mintToken(this.deps, repos, user.username) };
+    });
+  }
+}
+
+/** Resolves a presented token to the caller. */
+export class Authenticate {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'tokens' | 'clock'>) {}
+
+  /** @throws NotAuthenticated when the token is unknown, expired, or its user is inactive. */
+  async execute(token: string): Promise<Actor> {
+    if (!/^[0-9a-f]{40}$/.test(token)) throw new NotAuthenticated();
+    const hash = this.deps.tokens.hash(token);
+    const repos = this.deps.uow.repositories;
+    const stored = await repos.tokens.findByHash(hash);
+    if (!stored || (stored.expires && stored.expires.getTime() <= this.deps.clock.now().getTime())) {
+      throw new NotAuthenticated();
+    }
+    const user = await repos.users.findByUsername(stored.username);
+    if (!user || !user.isActive) throw new NotAuthenticated();
+    return { user, tokenHash: hash };
+  }
+}
+
+/** Checks an administrator's own password when the API version requires it for acting on others. */
+async function checkAdminPassword(
+  passwords: CoreDependencies['passwords'],
+  actor: Actor,
+  password: string | undefined,
+  required: boolean,
+): Promise<void> {
+  if (password === undefined) {
+    if (required) throw ValidationFailed.field('password', 'This field is required.');
+    return;
+  }
+  if (!(await passwords.verify(password, actor.user.passwordHash))) {
+    throw new RequestRejected('AUTH.WRONG_PASSWORD', 'Current password does not match');
+  }
+}
+
+/** Deletes the caller's account, or (administrators) another user's. */
+export class CancelAccount {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords'>) {}
+
+  /**
+   * @throws Forbidden when a non-administrator names another user; NotFound for an unknown user.
+   * @throws Conflict while the user still owns applications.
+   */
+  async execute(actor: Actor, body: unknown, version: ApiVersion): Promise<void> {
+    const input = bodyObject(body);
+    const errors = new FieldErrorCollector();
+    const username = optionalString(errors, input, 'username', 1024);
+    const password = optionalString(errors, input, 'password', 1024);
+    errors.throwIfAny();
+
+    const other = username !== undefined && username !== actor.user.username;
+    if (other) {
+      requireAdmin(actor);
+      await checkAdminPassword(this.deps.passwords, actor, password, policyFor(version).adminNeedsPasswordForOthers);
+    }
+    await this.deps.uow.transaction(async (repos) => {
+      const target = other ? await findUser(repos, username!) : actor.user;
+      if ((await repos.apps.countOwnedBy(target.username)) > 0) {
+        throw new Conflict(
+          'USER.OWNS_APPS',
+          `${target.username} still owns applications; delete or transfer them first`,
+        );
+      }
+      await repos.users.delete(target.username);
+    });
+  }
+}
+
+/** Revokes tokens and mints a new one: the caller's, one user's, or everybody's. */
+export class RegenerateToken {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'tokens' | 'clock' | 'settings'>) {}
+
+  /** @throws Forbidden for a non-administrator naming a user or `all`; NotFound for an unknown user. */
+  async execute(actor: Actor, body: unknown): Promise<{ token: string }> {
+    const input = bodyObject(body);
+    const errors = new FieldErrorCollector();
+    const username = optionalString(errors, input, 'username', 1024);
+    const all = input.all;
+    if (all !== undefined && all !== null && typeof all !== 'string' && typeof all !== 'boolean') {
+      errors.add('all', 'Must be "true" or "false".');
+    }
+    errors.throwIfAny();
+    const everyone = all === true || (typeof all === 'string' && all.toLowerCase() === 'true');
+
+    if (everyone || username !== undefined) requireAdmin(actor);
+    return this.deps.uow.transaction(async (repos) => {
+      if (everyone) {
+        await repos.tokens.deleteAll();
+        return { token: await mintToken(this.deps, repos, actor.user.username) };
+      }
+      const target = username !== undefined ? await findUser(repos, username) : actor.user;
+      await repos.tokens.deleteForUser(target.username);
+      return { token: await mintToken(this.deps, repos, target.username) };
+    });
+  }
+}
+
+/** Changes the caller's password, or (administrators) another user's; revokes the user's other tokens. */
+export class ChangePassword {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords'>) {}
+
+  /**
+   * @throws ValidationFailed for missing fields; RequestRejected when the current password is wrong.
+   * @throws Forbidden for a non-administrator naming another user; NotFound for an unknown user.
+   */
+  async execute(actor: Actor, body: unknown, version: ApiVersion): Promise<void> {
+    const input = bodyObject(body);
+    const errors = new FieldErrorCollector();
+    const username = optionalString(errors, input, 'username', 1024);
+    const other = username !== undefined && username !== actor.user.username;
+    const password = other
+      ? optionalString(errors, input, 'password', 1024)
+      : requiredString(errors, input, 'password', 1024);
+    const newPassword = checkNewPassword(errors, input);
+    errors.throwIfAny();
+
+    if (other) {
+      requireAdmin(actor);
+      await checkAdminPassword(this.deps.passwords, actor, password, policyFor(version).adminNeedsPasswordForOthers);
+    } else if (!(await this.deps.passwords.verify(password!, actor.user.passwordHash))) {
+      throw new RequestRejected('AUTH.WRONG_PASSWORD', 'Current password does not match');
+    }
+    const passwordHash = await this.deps.passwords.hash(newPassword!);
+    await this.deps.uow.transaction(async (repos) => {
+      const target = other ? await findUser(repos, username!) : actor.user;
+      await repos.users.update({ ...target, passwordHash });
+      if (other) await repos.tokens.deleteForUser(target.username);
+      else await repos.tokens.deleteForUserExcept(target.username, actor.tokenHash);
+    });
+  }
+}
+
+/** Lists every user (administrators only). */
+export class ListUsers {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow'>) {}
+
+  /** @throws Forbidden for non-administrators; NotFound for a page past the end. */
+  async execute(actor: Actor, page: PageRequest): Promise<Page<User>> {
+    requireAdmin(actor);
+    const result = await this.deps.uow.repositories.users.list(sliceOf(page));
+    assertPageExists(page, result.count);
+    return result;
+  }
+}
+
+/** Lists the administrators (administrators only). */
+export class ListAdmins {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow'>) {}
+
+  /** @throws Forbidden for non-administrators; NotFound for a page past the end. */
+  async execute(actor: Actor, page: PageRequest): Promise<Page<User>> {
+    requireAdmin(actor);
+    const result = await this.deps.uow.repositories.users.listAdmins(sliceOf(page));
+    assertPageExists(page, result.count);
+    return result;
+  }
+}
+
+/** Makes a user an administrator. */
+export class GrantAdmin {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow'>) {}
+
+  /** @throws Forbidden for non-administrators; ValidationFailed without username; NotFound for an unknown user. */
+  async execute(actor: Actor, body: unknown): Promise<void> {
+    requireAdmin(actor);
+    const errors = new FieldErrorCollector();
+    const username = requiredString(errors, bodyObject(body), 'username', 1024);
+    errors.throwIfAny();
+    await this.deps.uow.transaction(async (repos) => {
+      const user = await findUser(repos, username!);
+      await repos.users.update({ ...user, isSuperuser: true, isStaff: true });
+    });
+  }
+}
+
+/** Takes administrative privileges from a user; the last administrator keeps them. */
+export class RevokeAdmin {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow'>) {}
+
+  /** @throws Forbidden for non-administrators; NotFound for an unknown user; Conflict for the last administrator. */
+  async execute(actor: Actor, username: string): Promise<void> {
+    requireAdmin(actor);
+    await this.deps.uow.transaction(async (repos) => {
+      const user = await findUser(repos, username);
+      if (!user.isSuperuser) return;
+      if ((await repos.users.countAdmins()) <= 1) {
+        throw new Conflict('USER.LAST_ADMIN', 'The last administrator cannot be revoked.');
+      }
+      await repos.users.update({ ...user, isSuperuser: false, isStaff: false });
+    });
+  }
+}

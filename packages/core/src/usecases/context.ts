@@ -1,0 +1,119 @@
+import { AppNotVisible, Forbidden, NotFound } from '../errors';
+import type { App, LogEntry, User } from '../model/entities';
+import type { Repositories, UnitOfWork } from '../ports/repositories';
+import type {
+  CertificateParser,
+  Clock,
+  IdGenerator,
+  LogStore,
+  PasswordHasher,
+  PublicKeyParser,
+  RandomSource,
+  Scheduler,
+  SecretBox,
+  TokenGenerator,
+} from '../ports/services';
+import { canAdministerApp, canSeeApp, isAdmin } from '../rules/apps';
+
+/** Who may register: anyone, nobody, or administrators on behalf of others. */
+export type RegistrationMode = 'enabled' | 'disabled' | 'admin_only';
+
+/** Operator settings the domain rules depend on. */
+export interface Settings {
+  platformDomain: string;
+  reservedAppNames: readonly string[];
+  registrationMode: RegistrationMode;
+  /** Token lifetime; null means tokens do not expire. */
+  tokenTtlSeconds: number | null;
+  scaleMaxPerType: number;
+  runTimeoutSeconds: number;
+  runOutputLimitBytes: number;
+  loginFailureLimit: number;
+  loginFailureWindowSeconds: number;
+}
+
+/** The defaults SPEC.md gives for every setting. */
+export const DEFAULT_SETTINGS: Settings = Object.freeze({
+  platformDomain: 'localhost',
+  reservedAppNames: Object.freeze(['svc', 'controller', 'api', 'www', 'router']),
+  registrationMode: 'enabled',
+  tokenTtlSeconds: null,
+  scaleMaxPerType: 100,
+  runTimeoutSeconds: 1200,
+  runOutputLimitBytes: 1024 * 1024,
+  loginFailureLimit: 10,
+  loginFailureWindowSeconds: 15 * 60,
+});
+
+/** Every port the use cases need. Each use case takes only the ones it uses. */
+export interface CoreDependencies {
+  uow: UnitOfWork;
+  scheduler: Scheduler;
+  logs: LogStore;
+  keyParser: PublicKeyParser;
+  certificateParser: CertificateParser;
+  passwords: PasswordHasher;
+  tokens: TokenGenerator;
+  secrets: SecretBox;
+  clock: Clock;
+  ids: IdGenerator;
+  random: RandomSource;
+  settings: Settings;
+}
+
+/** The authenticated caller: the user and the token they presented. */
+export interface Actor {
+  user: User;
+  tokenHash: string;
+}
+
+/**
+ * Loads an app the actor may see.
+ * @throws NotFound when it does not exist; AppNotVisible when the actor may not see it.
+ */
+export async function loadVisibleApp(repos: Repositories, actor: Actor, appId: string, lock = false): Promise<App> {
+  const app = lock ? await repos.apps.lockById(appId) : await repos.apps.findById(appId);
+  if (!app) throw new NotFound('APP.NOT_FOUND');
+  if (!canSeeApp(app, actor.user, await repos.permissions.has(app.id, actor.user.username))) {
+    throw new AppNotVisible();
+  }
+  return app;
+}
+
+/**
+ * Loads an app the actor may administer (delete, transfer, manage collaborators).
+ * @throws NotFound, AppNotVisible, or Forbidden for a collaborator.
+ */
+export async function loadAdministeredApp(repos: Repositories, actor: Actor, appId: string, lock = false): Promise<App> {
+  const app = await loadVisibleApp(repos, actor, appId, lock);
+  if (!canAdministerApp(app, actor.user)) {
+    throw new Forbidden('Only the owner of the application or an administrator may do this.');
+  }
+  return app;
+}
+
+/** @throws Forbidden unless the actor is an administrator. */
+export function requireAdmin(actor: Actor): void {
+  if (!isAdmin(actor.user)) throw new Forbidden();
+}
+
+/** The source of lines the controller itself writes to an app's log. */
+export const CONTROLLER_LOG_SOURCE = 'svc[api]';
+
+/**
+ * Writes a controller event to the app's log. The operation it reports has already been
+ * committed, so a failing log store must not turn it into an error.
+ */
+export async function logEvent(
+  deps: Pick<CoreDependencies, 'logs' | 'clock'>,
+  appId: string,
+  message: string,
+  source = CONTROLLER_LOG_SOURCE,
+): Promise<void> {
+  const entry: LogEntry = { time: deps.clock.now(), source, message };
+  try {
+    await deps.logs.append(appId, [entry]);
+  } catch {
+    // The event is informational; the operation it describes already succeeded.
+  }
+}

@@ -1,0 +1,92 @@
+import { CreateApp, DeleteApp, GetApp, GetLogs, ListApps, RunCommand, UpdateApp } from './apps';
+import {
+  Authenticate,
+  CancelAccount,
+  ChangePassword,
+  GrantAdmin,
+  ListAdmins,
+  ListUsers,
+  Login,
+  RegenerateToken,
+  RegisterUser,
+  RevokeAdmin,
+} from './auth';
+import { ListContainers, RestartContainers, ScaleApp } from './containers';
+import type { CoreDependencies } from './context';
+import { CreateBuild, GetConfig, GetRelease, ListBuilds, ListReleases, Rollback, SetConfig } from './releases';
+import {
+  AddCertificate,
+  AddDomain,
+  AddKey,
+  GetCertificate,
+  GrantPermission,
+  ListCertificates,
+  ListDomains,
+  ListKeys,
+  ListPermissions,
+  RemoveCertificate,
+  RemoveDomain,
+  RemoveKey,
+  RevokePermission,
+} from './resources';
+
+export * from './apps';
+export * from './auth';
+export * from './containers';
+export * from './context';
+export * from './deploy';
+export * from './releases';
+export * from './resources';
+
+/** Every use case of the controller, by name. */
+export const USE_CASES = {
+  registerUser: RegisterUser,
+  login: Login,
+  authenticate: Authenticate,
+  cancelAccount: CancelAccount,
+  regenerateToken: RegenerateToken,
+  changePassword: ChangePassword,
+  listUsers: ListUsers,
+  listAdmins: ListAdmins,
+  grantAdmin: GrantAdmin,
+  revokeAdmin: RevokeAdmin,
+  createApp: CreateApp,
+  listApps: ListApps,
+  getApp: GetApp,
+  updateApp: UpdateApp,
+  deleteApp: DeleteApp,
+  getLogs: GetLogs,
+  runCommand: RunCommand,
+  listContainers: ListContainers,
+  scaleApp: ScaleApp,
+  restartContainers: RestartContainers,
+  getConfig: GetConfig,
+  setConfig: SetConfig,
+  listBuilds: ListBuilds,
+  createBuild: CreateBuild,
+  listReleases: ListReleases,
+  getRelease: GetRelease,
+  rollback: Rollback,
+  listDomains: ListDomains,
+  addDomain: AddDomain,
+  removeDomain: RemoveDomain,
+  listKeys: ListKeys,
+  addKey: AddKey,
+  removeKey: RemoveKey,
+  listPermissions: ListPermissions,
+  grantPermission: GrantPermission,
+  revokePermission: RevokePermission,
+  listCertificates: ListCertificates,
+  getCertificate: GetCertificate,
+  addCertificate: AddCertificate,
+  removeCertificate: RemoveCertificate,
+} as const;
+
+/** The use cases, instantiated. */
+export type UseCases = { readonly [K in keyof typeof USE_CASES]: InstanceType<(typeof USE_CASES)[K]> };
+
+/** Builds every use case from one set of ports: the way to embed the core in another service. */
+export function createUseCases(deps: CoreDependencies): UseCases {
+  const entries = Object.entries(USE_CASES).map(([name, UseCase]) => [name, new UseCase(deps)]);
+  return Object.freeze(Object.fromEntries(entries)) as UseCases;
+}

@@ -1,0 +1,2 @@
+export { ForgeCertificateParser, CERTIFICATE_MESSAGES } from './certificate-parser';
+export { KEY_MESSAGES } from './private-key';

@@ -1,0 +1,1 @@
+export { Ssh2PublicKeyParser } from './public-key-parser';

@@ -52,6 +52,9 @@ export function parseConfigChanges(raw: unknown): ConfigChanges {
       errors.add('values', `Config keys must start with a letter or underscore and contain only [A-Za-z0-9_]: ${key}`);
     } else if ((SERVICE_VARIABLES as readonly string[]).includes(key)) {
       errors.add('values', `${key} is set by the platform and cannot be changed.`);
+    } else if (key === '__proto__') {
+      // Assigning it to a plain object changes the prototype instead: the variable would vanish silently.
+      errors.add('values', `${key} cannot be used as a config key.`);
     } else if (value === null) {
       changes.values[key] = null;
     } else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {

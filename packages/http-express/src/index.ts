@@ -1,0 +1,2 @@
+export { createHttpApp, type HttpOptions } from './app';
+export type { HttpLogger } from './logger';

@@ -1,0 +1,26 @@
+import { HttpError } from '../http-error';
+import { authed, open, type Route, type RouteContext } from '../routing';
+
+/** The API root (for clients recognising a controller) and the health and readiness probes. */
+export function probeRoutes({ ready, logger }: RouteContext): Route[] {
+  return [
+    authed('get', '/v1', async ({ res }) => {
+      res.json({});
+    }),
+    open('get', '/healthz', async ({ res }) => {
+      res.json({ status: 'ok' });
+    }),
+    open('get', '/readyz', async ({ res }) => {
+      let isReady: boolean;
+      try {
+        isReady = await ready();
+      } catch (error) {
+        // A probe answers; it does not fail. The reason goes to the operator's log.
+        logger.warn({ err: error instanceof Error ? error.message : String(error) }, 'readiness check failed');
+        isReady = false;
+      }
+      if (!isReady) throw new HttpError(503, 'The database is not available.');
+      res.json({ status: 'ready' });
+    }),
+  ];
+}

@@ -1,0 +1,33 @@
+/// <reference types="jest" />
+import { describeUsers, describeLoginFailures, describeTokens } from './accounts';
+import { describeBuilds, describeConfigs, describeContainers, describeDomains, describeReleases } from './app-resources';
+import { describeApps, describePermissions } from './apps';
+import { describeCertificates, describeKeys } from './credentials';
+import { useStore, type OpenStore } from './fixtures';
+import { describeUnitOfWork } from './unit-of-work';
+
+export type { OpenedStore, OpenStore } from './fixtures';
+
+/**
+ * Registers the shared contract tests of every repository port and of the unit of work
+ * against the store that `open` creates; `open` is called before each test and must return
+ * an empty store.
+ */
+export function describeRepositoryContracts(label: string, open: OpenStore): void {
+  describe(`${label}: repository contracts`, () => {
+    const uow = useStore(open);
+    describeUsers(uow);
+    describeTokens(uow);
+    describeLoginFailures(uow);
+    describeApps(uow);
+    describeConfigs(uow);
+    describeBuilds(uow);
+    describeReleases(uow);
+    describeContainers(uow);
+    describeDomains(uow);
+    describeKeys(uow);
+    describePermissions(uow);
+    describeCertificates(uow);
+    describeUnitOfWork(uow);
+  });
+}

@@ -1,0 +1,1 @@
+export { FileLogStore, type FileLogStoreOptions } from './file-log-store';

@@ -28,3 +28,4 @@ export {
   aUser,
   anApp,
 } from './builders';
+export * from './contracts';

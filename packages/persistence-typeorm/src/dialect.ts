@@ -1,0 +1,2 @@
+/** The database engines this adapter speaks to. */
+export type Dialect = 'sqlite' | 'postgres';

@@ -1,0 +1,23 @@
+import type { MigrationInterface } from 'typeorm';
+import type { Dialect } from '../dialect';
+import { InitialSchemaPostgres1763712000000 } from './postgres/1763712000000-initial-schema';
+import { InitialSchemaSqlite1763712000000 } from './sqlite/1763712000000-initial-schema';
+
+type MigrationClass = new () => MigrationInterface;
+
+/*
+ * One ordered list per dialect. A migration is never edited once released: a change to
+ * the schema is a new migration, added to both lists under the same name.
+ */
+const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
+  sqlite: [InitialSchemaSqlite1763712000000],
+  postgres: [InitialSchemaPostgres1763712000000],
+};
+
+/** The migrations of `dialect`, oldest first. */
+export function migrationsFor(dialect: Dialect): MigrationClass[] {
+  return [...MIGRATIONS[dialect]];
+}
+
+/** The table that records which migrations have run. */
+export const MIGRATIONS_TABLE = 'schema_migrations';

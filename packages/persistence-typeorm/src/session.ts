@@ -1,0 +1,97 @@
+import type { EntityManager } from 'typeorm';
+import type { Dialect } from './dialect';
+import type { Schemas } from './schema';
+
+/** Where the statements of one set of repositories run: a transaction, or the database itself. */
+export interface Session {
+  readonly dialect: Dialect;
+  readonly schemas: Schemas;
+  /** True inside a transaction, where row locks last until it ends. */
+  readonly transactional: boolean;
+  /** Runs statements that only read. */
+  read<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T>;
+  /** Runs statements that write, atomically. */
+  write<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T>;
+  /**
+   * Runs a write that may violate a constraint, so that its failure does not spoil the
+   * surrounding transaction: the caller may catch the error and go on.
+   */
+  guarded<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T>;
+}
+
+let savepoints = 0;
+
+/** A session bound to one open transaction. */
+export class TransactionSession implements Session {
+  readonly transactional = true;
+
+  constructor(
+    readonly dialect: Dialect,
+    readonly schemas: Schemas,
+    private readonly manager: EntityManager,
+  ) {}
+
+  read<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return statements(this.manager);
+  }
+
+  write<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return statements(this.manager);
+  }
+
+  async guarded<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
+    // SQLite undoes only the failed statement; PostgreSQL aborts the whole transaction
+    // unless the statement ran under a savepoint.
+    if (this.dialect === 'sqlite') return statements(this.manager);
+    savepoints += 1;
+    const name = `svc_guard_${savepoints}`;
+    await this.manager.query(`SAVEPOINT ${name}`);
+    try {
+      const result = await statements(this.manager);
+      await this.manager.query(`RELEASE SAVEPOINT ${name}`);
+      return result;
+    } catch (error) {
+      await this.manager.query(`ROLLBACK TO SAVEPOINT ${name}`);
+      throw error;
+    }
+  }
+}
+
+/** What a database engine offers to sessions outside any transaction. */
+export interface Engine {
+  readonly dialect: Dialect;
+  readonly schemas: Schemas;
+  /** A manager whose reads see committed data only. */
+  readonly reader: EntityManager;
+  /** Runs `statements` in one write transaction. */
+  inTransaction<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T>;
+  /** Runs writes outside any transaction of the caller, each atomic. */
+  autonomousWrite<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T>;
+}
+
+/** A session outside any transaction: reads see committed data, each write commits at once. */
+export class AutonomousSession implements Session {
+  readonly transactional = false;
+
+  constructor(private readonly engine: Engine) {}
+
+  get dialect(): Dialect {
+    return this.engine.dialect;
+  }
+
+  get schemas(): Schemas {
+    return this.engine.schemas;
+  }
+
+  read<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return statements(this.engine.reader);
+  }
+
+  write<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return this.engine.autonomousWrite(statements);
+  }
+
+  guarded<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return this.engine.autonomousWrite(statements);
+  }
+}

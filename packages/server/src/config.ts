@@ -1,0 +1,118 @@
+import { API_VERSIONS, DEFAULT_SETTINGS, type ApiVersion, type RegistrationMode, type Settings } from '@svc/core';
+
+/** Which scheduler runs containers. */
+export type SchedulerKind = 'memory';
+
+/** Everything the server reads from its environment, validated. */
+export interface ServerConfig {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string | null;
+  dbPoolSize: number;
+  dbStatementTimeoutMs: number;
+  dbConnectRetries: number;
+  scheduler: SchedulerKind;
+  apiVersion: ApiVersion;
+  /** Null when not configured: outside production one is generated and kept in the data directory. */
+  secretKey: string | null;
+  production: boolean;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  trustProxy: boolean;
+  shutdownTimeoutMs: number;
+  settings: Settings;
+}
+
+/** A configuration value that cannot be used; the message names the variable. */
+export class ConfigError extends Error {
+  constructor(variable: string, problem: string) {
+    super(`${variable}: ${problem}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function text(env: Env, name: string, fallback: string): string {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? fallback : value.trim();
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  if (!/^[0-9]+$/.test(raw.trim())) throw new ConfigError(name, `must be an integer from ${min} to ${max}, got "${raw}"`);
+  const value = Number(raw.trim());
+  if (value < min || value > max) throw new ConfigError(name, `must be an integer from ${min} to ${max}, got ${value}`);
+  return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
+  const value = text(env, name, fallback);
+  if (!(allowed as readonly string[]).includes(value)) {
+    throw new ConfigError(name, `must be one of ${allowed.join(', ')}, got "${value}"`);
+  }
+  return value as T;
+}
+
+function flag(env: Env, name: string, fallback: boolean): boolean {
+  const value = text(env, name, fallback ? 'true' : 'false').toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(value)) return true;
+  if (['0', 'false', 'no', 'off'].includes(value)) return false;
+  throw new ConfigError(name, `must be true or false, got "${value}"`);
+}
+
+const HOSTNAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
+
+/**
+ * Reads and validates the configuration once, at start-up.
+ * @throws ConfigError naming the first variable with a bad value.
+ */
+export function loadConfig(env: Env = process.env): ServerConfig {
+  const production = text(env, 'NODE_ENV', 'development') === 'production';
+  const databaseUrl = env.DATABASE_URL?.trim() ? env.DATABASE_URL.trim() : null;
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL (leave it unset for the embedded SQLite database)');
+  }
+  const secretKey = env.SECRET_KEY?.trim() ? env.SECRET_KEY.trim() : null;
+  if (secretKey === null && production) throw new ConfigError('SECRET_KEY', 'is required when NODE_ENV=production');
+  if (secretKey !== null && secretKey.length < 32) throw new ConfigError('SECRET_KEY', 'must be at least 32 characters');
+
+  const platformDomain = text(env, 'PLATFORM_DOMAIN', DEFAULT_SETTINGS.platformDomain).toLowerCase();
+  if (!HOSTNAME.test(platformDomain)) throw new ConfigError('PLATFORM_DOMAIN', `is not a valid domain name: "${platformDomain}"`);
+  const reserved = text(env, 'RESERVED_APP_NAMES', DEFAULT_SETTINGS.reservedAppNames.join(','))
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name.length > 0);
+  const ttl = integer(env, 'TOKEN_TTL_SECONDS', 0, 0, 10 * 365 * 24 * 3600);
+
+  const settings: Settings = {
+    platformDomain,
+    reservedAppNames: reserved,
+    registrationMode: oneOf<RegistrationMode>(env, 'REGISTRATION_MODE', 'enabled', ['enabled', 'disabled', 'admin_only']),
+    tokenTtlSeconds: ttl === 0 ? null : ttl,
+    scaleMaxPerType: integer(env, 'SCALE_MAX_PER_TYPE', DEFAULT_SETTINGS.scaleMaxPerType, 1, 10000),
+    runTimeoutSeconds: integer(env, 'RUN_TIMEOUT_SECONDS', DEFAULT_SETTINGS.runTimeoutSeconds, 1, 24 * 3600),
+    runOutputLimitBytes: integer(env, 'RUN_OUTPUT_LIMIT', DEFAULT_SETTINGS.runOutputLimitBytes, 1024, 64 * 1024 * 1024),
+    loginFailureLimit: DEFAULT_SETTINGS.loginFailureLimit,
+    loginFailureWindowSeconds: DEFAULT_SETTINGS.loginFailureWindowSeconds,
+  };
+
+  return {
+    port: integer(env, 'PORT', 8000, 0, 65535),
+    host: text(env, 'HOST', '127.0.0.1'),
+    dataDir: text(env, 'DATA_DIR', './data'),
+    databaseUrl,
+    dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
+    dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 30000, 0, 3600000),
+    dbConnectRetries: integer(env, 'DB_CONNECT_RETRIES', 10, 0, 1000),
+    scheduler: oneOf<SchedulerKind>(env, 'SCHEDULER', 'memory', ['memory']),
+    apiVersion: oneOf<ApiVersion>(env, 'SVC_API_VERSION', '1.7', API_VERSIONS),
+    secretKey,
+    production,
+    logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
+    trustProxy: flag(env, 'TRUST_PROXY', false),
+    shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0, 600000),
+    settings,
+  };
+}

@@ -98,6 +98,8 @@ export class UpdateApp {
       if (!(await repos.users.findByUsername(owner))) throw new NotFound('USER.NOT_FOUND', 'User not found.');
       const updated: App = { ...app, owner, updated: this.deps.clock.now() };
       await repos.apps.update(updated);
+      // The new owner has every right already; a collaborator entry would only list them twice.
+      if (await repos.permissions.has(app.id, owner)) await repos.permissions.revoke(app.id, owner);
       return { app: updated, from: app.owner };
     });
     if (result.from !== null) {

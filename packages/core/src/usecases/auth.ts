@@ -99,7 +99,9 @@ export class Login {
     const { uow, clock, settings } = this.deps;
     const now = clock.now();
     const windowMs = settings.loginFailureWindowSeconds * 1000;
-    const failures = await uow.repositories.loginFailures.since(username!, new Date(now.getTime() - windowMs));
+    // A failure counts while it is less than a window old: one exactly `window` old has left it,
+    // so a client that waits the announced Retry-After is let in.
+    const failures = await uow.repositories.loginFailures.since(username!, new Date(now.getTime() - windowMs + 1));
     if (failures.length >= settings.loginFailureLimit) {
       const oldest = failures[failures.length - settings.loginFailureLimit] as Date;
       throw new Throttled(Math.max(1, Math.ceil((oldest.getTime() + windowMs - now.getTime()) / 1000)));
@@ -202,14 +204,16 @@ export class RegenerateToken {
     }
     errors.throwIfAny();
     const everyone = all === true || (typeof all === 'string' && all.toLowerCase() === 'true');
+    // Naming oneself is acting on oneself, as for passwd and cancel.
+    const other = username !== undefined && username !== actor.user.username;
 
-    if (everyone || username !== undefined) requireAdmin(actor);
+    if (everyone || other) requireAdmin(actor);
     return this.deps.uow.transaction(async (repos) => {
       if (everyone) {
         await repos.tokens.deleteAll();
         return { token: await mintToken(this.deps, repos, actor.user.username) };
       }
-      const target = username !== undefined ? await findUser(repos, username) : actor.user;
+      const target = other ? await findUser(repos, username!) : actor.user;
       await repos.tokens.deleteForUser(target.username);
       return { token: await mintToken(this.deps, repos, target.username) };
     });

@@ -28,12 +28,12 @@ export interface PublishedRelease extends ReleaseState {
  * the config or build it introduces, the app's structure and its containers are written
  * together or not at all.
  */
-async function publishRelease(
+async function publishRelease<C extends ReleaseChange>(
   deps: ReleaseDeps,
   actor: Actor,
   appId: string,
-  change: (repos: Repositories, current: ReleaseState, app: App) => Promise<ReleaseChange>,
-): Promise<PublishedRelease> {
+  change: (repos: Repositories, current: ReleaseState, app: App) => Promise<C>,
+): Promise<PublishedRelease & { build: C['build'] }> {
   const published = await withRollout(deps, async (repos, rolloutFor) => {
     let app = await loadVisibleApp(repos, actor, appId, true);
     const current = await currentRelease(repos, app.id);
@@ -64,7 +64,7 @@ async function publishRelease(
       // A release without a build has nothing to run.
       for (const container of await repos.containers.listForApp(app.id)) await rollout.retire(repos, container);
     }
-    return { app, ...state };
+    return { app, ...state, build: next.build };
   });
   await logEvent(deps, published.app.id, published.release.summary);
   return published;
@@ -139,7 +139,7 @@ export class CreateBuild {
   constructor(private readonly deps: ReleaseDeps) {}
 
   /** @throws ValidationFailed, NotFound, AppNotVisible, Unavailable (scheduler) */
-  async execute(actor: Actor, appId: string, body: unknown): Promise<PublishedRelease> {
+  async execute(actor: Actor, appId: string, body: unknown): Promise<PublishedRelease & { build: Build }> {
     const fields = parseBuild(body);
     return publishRelease(this.deps, actor, appId, async (repos, current, app) => {
       const now = this.deps.clock.now();

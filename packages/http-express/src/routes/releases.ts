@@ -27,17 +27,18 @@ export function releaseRoutes({ useCases }: RouteContext): Route[] {
       const { id } = pathParams(AppPath, req);
       const { build, release } = await useCases.createBuild.execute(actor, id, body);
       applyReleaseHeaders(res, policy, release.version);
-      // A build release always has its build; the fallback only satisfies the type.
-      res.status(201).json(build === null ? {} : presentBuild(build));
+      res.status(201).json(presentBuild(build));
     }),
     authed('get', '/v1/apps/:id/releases', async ({ req, res, actor, policy }) => {
       const { id } = pathParams(AppPath, req);
       const page = pageRequestOf(req, policy);
       res.json(envelope(req, page, await useCases.listReleases.execute(actor, id, page), presentRelease));
     }),
-    authed('post', '/v1/apps/:id/releases/rollback', async ({ req, res, actor, body }) => {
+    authed('post', '/v1/apps/:id/releases/rollback', async ({ req, res, actor, body, policy }) => {
       const { id } = pathParams(AppPath, req);
       const { release } = await useCases.rollback.execute(actor, id, body);
+      // A rollback creates a release like a config change or a build: announce it the same way.
+      applyReleaseHeaders(res, policy, release.version);
       res.status(201).json({ version: release.version });
     }),
     authed('get', '/v1/apps/:id/releases/v:version', async ({ req, res, actor }) => {

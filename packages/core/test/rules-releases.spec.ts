@@ -34,6 +34,11 @@ describe('structureForBuild', () => {
   it('drops types the new build cannot run, but always keeps cmd', () => {
     expect(structureForBuild({ web: 2, worker: 1, cmd: 1 }, { web: 'a' })).toEqual({ web: 2, cmd: 1 });
   });
+
+  it('starts the default again when the new build can run none of the scaled types', () => {
+    expect(structureForBuild({ worker: 2 }, { web: 'node server.js' })).toEqual({ web: 1 });
+    expect(structureForBuild({ web: 1 }, {})).toEqual({ cmd: 1 });
+  });
 });
 
 describe('runnableTypes and commandFor', () => {

@@ -13,7 +13,7 @@ export interface ContainerSpec {
   command: string | null;
   /** Where the build's files are, when it has any (source builds); null otherwise. */
   workdir: string | null;
-  /** Config values plus SVC_APP and SVC_RELEASE. */
+  /** Config values plus SVC_APP and SVC_RELEASE; a scheduler that runs processes adds the PORT it allocates. */
   env: Record<string, string>;
   /** Memory limit such as `512M`, if any. */
   memory: string | null;

@@ -14,15 +14,18 @@ export function runnableTypes(procfile: Procfile): Set<string> {
 }
 
 /**
- * The structure to deploy a build with. An app that was never scaled starts with one `web`
- * process when the Procfile has one, else one `cmd`; types the build cannot run are dropped.
+ * The structure to deploy a build with: types the build cannot run are dropped, and when
+ * nothing is left (an app never scaled, or a Procfile without any of its types) one `web`
+ * process starts when the Procfile has one, else one `cmd`.
  */
 export function structureForBuild(current: Structure, procfile: Procfile): Structure {
-  if (Object.keys(current).length === 0) {
+  const runnable = runnableTypes(procfile);
+  const kept = Object.fromEntries(Object.entries(current).filter(([type]) => runnable.has(type)));
+  // Nothing left to run (never scaled, or every type gone from the Procfile): start the default.
+  if (Object.keys(kept).length === 0) {
     return procfile.web !== undefined ? { web: 1 } : { [IMAGE_PROCESS_TYPE]: 1 };
   }
-  const runnable = runnableTypes(procfile);
-  return Object.fromEntries(Object.entries(current).filter(([type]) => runnable.has(type)));
+  return kept;
 }
 
 /** The command for a process type, or null when the image's own command runs. */

@@ -1,8 +1,10 @@
 import { join } from 'node:path';
-import type { UnitOfWork } from '@svc/core';
+import type { LogStore, UnitOfWork } from '@svc/core';
 import type { Dialect } from './dialect';
 import { PostgresEngine, SqliteEngine, type ManagedEngine } from './engines';
+import { TypeOrmLogStore, type TypeOrmLogStoreOptions } from './log-store';
 import { OrmLoggerAdapter, SILENT_LOGGER, type DatabaseLogger } from './logger';
+import { AutonomousSession } from './session';
 import { TypeOrmUnitOfWork, type RetryPolicy } from './unit-of-work';
 
 /** How to reach the database. */
@@ -36,6 +38,13 @@ export interface Database {
   migrate(): Promise<void>;
   /** True when the database answers a trivial query in time, for readiness probes. */
   ping(): Promise<boolean>;
+  /** A LogStore in this database, shared by every process that uses it. */
+  createLogStore(options?: TypeOrmLogStoreOptions): LogStore;
+  /**
+   * The secret stored under `name`; the first caller (of any process) stores `generate()`.
+   * @throws Unavailable (DATABASE.UNAVAILABLE) when the database cannot be reached.
+   */
+  sharedSecret(name: string, generate: () => string): Promise<string>;
   /** Waits for running transactions and closes every connection. */
   close(): Promise<void>;
 }
@@ -99,6 +108,7 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     });
   }
   const uow = new TypeOrmUnitOfWork(engine, options.retry);
+  const session = new AutonomousSession(engine);
   const pingTimeoutMs = options.pingTimeoutMs ?? 2000;
   let closing: Promise<void> | undefined;
 
@@ -118,6 +128,28 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
       } catch {
         return false;
       }
+    },
+    createLogStore(logStoreOptions) {
+      return new TypeOrmLogStore(session, logStoreOptions);
+    },
+    async sharedSecret(name, generate) {
+      const read = () => session.read((manager) => manager.findOneBy(engine.schemas.secrets, { name }));
+      const existing = await read();
+      if (existing !== null) return existing.value;
+      // Processes starting together may race here: the first insert wins, the others read it.
+      await session.write((manager) =>
+        manager
+          .createQueryBuilder()
+          .insert()
+          .into(engine.schemas.secrets)
+          .values({ name, value: generate(), created: new Date() })
+          .orIgnore()
+          .updateEntity(false)
+          .execute(),
+      );
+      const stored = await read();
+      if (stored === null) throw new Error(`The secret ${name} could not be stored`);
+      return stored.value;
     },
     close() {
       closing ??= engine.close();

@@ -145,6 +145,22 @@ export interface CertificateRow {
   updated: Date;
 }
 
+/** A row of `log_entries`; PostgreSQL returns the bigint id as a string. */
+export interface LogEntryRow {
+  id: string | number;
+  app: string;
+  time: Date;
+  source: string;
+  message: string;
+}
+
+/** A row of `controller_secrets`. */
+export interface SecretRow {
+  name: string;
+  value: string;
+  created: Date;
+}
+
 /** The entity schemas of one dialect, one per table. */
 export interface Schemas {
   users: EntitySchema<UserRow>;
@@ -159,6 +175,8 @@ export interface Schemas {
   keys: EntitySchema<KeyRow>;
   permissions: EntitySchema<PermissionRow>;
   certificates: EntitySchema<CertificateRow>;
+  logEntries: EntitySchema<LogEntryRow>;
+  secrets: EntitySchema<SecretRow>;
 }
 
 type Columns<T> = { [K in keyof T]: EntitySchemaColumnOptions };
@@ -271,6 +289,14 @@ export function buildSchemas(dialect: Dialect): Schemas {
       expires: instant,
       ...stamps,
     }),
+    logEntries: schema<LogEntryRow>('LogEntryRow', 'log_entries', {
+      id: { type: dialect === 'sqlite' ? 'integer' : 'bigint', primary: true, generated: 'increment' },
+      app: text,
+      time: instant,
+      source: text,
+      message: text,
+    }),
+    secrets: schema<SecretRow>('SecretRow', 'controller_secrets', { name: key, value: text, created: instant }),
   };
 }
 

@@ -1,4 +1,5 @@
 import type { EntityManager } from 'typeorm';
+import { guardAvailability } from './availability';
 import type { Dialect } from './dialect';
 import type { Schemas } from './schema';
 
@@ -32,28 +33,30 @@ export class TransactionSession implements Session {
   ) {}
 
   read<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
-    return statements(this.manager);
+    return guardAvailability(() => statements(this.manager));
   }
 
   write<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
-    return statements(this.manager);
+    return guardAvailability(() => statements(this.manager));
   }
 
-  async guarded<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
-    // SQLite undoes only the failed statement; PostgreSQL aborts the whole transaction
-    // unless the statement ran under a savepoint.
-    if (this.dialect === 'sqlite') return statements(this.manager);
-    savepoints += 1;
-    const name = `svc_guard_${savepoints}`;
-    await this.manager.query(`SAVEPOINT ${name}`);
-    try {
-      const result = await statements(this.manager);
-      await this.manager.query(`RELEASE SAVEPOINT ${name}`);
-      return result;
-    } catch (error) {
-      await this.manager.query(`ROLLBACK TO SAVEPOINT ${name}`);
-      throw error;
-    }
+  guarded<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
+    return guardAvailability(async () => {
+      // SQLite undoes only the failed statement; PostgreSQL aborts the whole transaction
+      // unless the statement ran under a savepoint.
+      if (this.dialect === 'sqlite') return statements(this.manager);
+      savepoints += 1;
+      const name = `svc_guard_${savepoints}`;
+      await this.manager.query(`SAVEPOINT ${name}`);
+      try {
+        const result = await statements(this.manager);
+        await this.manager.query(`RELEASE SAVEPOINT ${name}`);
+        return result;
+      } catch (error) {
+        await this.manager.query(`ROLLBACK TO SAVEPOINT ${name}`);
+        throw error;
+      }
+    });
   }
 }
 
@@ -69,7 +72,10 @@ export interface Engine {
   autonomousWrite<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T>;
 }
 
-/** A session outside any transaction: reads see committed data, each write commits at once. */
+/**
+ * A session outside any transaction: reads see committed data, each write commits at once.
+ * A database that cannot be reached is reported as the core's Unavailable.
+ */
 export class AutonomousSession implements Session {
   readonly transactional = false;
 
@@ -84,14 +90,14 @@ export class AutonomousSession implements Session {
   }
 
   read<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
-    return statements(this.engine.reader);
+    return guardAvailability(() => statements(this.engine.reader));
   }
 
   write<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
-    return this.engine.autonomousWrite(statements);
+    return guardAvailability(() => this.engine.autonomousWrite(statements));
   }
 
   guarded<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
-    return this.engine.autonomousWrite(statements);
+    return guardAvailability(() => this.engine.autonomousWrite(statements));
   }
 }

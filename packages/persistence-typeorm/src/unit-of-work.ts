@@ -1,4 +1,5 @@
 import type { Repositories, UnitOfWork } from '@svc/core';
+import { translateUnavailable } from './availability';
 import { isRetryable } from './constraints';
 import { createRepositories } from './repositories';
 import { AutonomousSession, TransactionSession, type Engine } from './session';
@@ -18,7 +19,8 @@ const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 /**
  * UnitOfWork on TypeORM. Work runs in one database transaction; it is run again from the
  * start when it fails with ReleaseVersionTaken or the database reports a serialization
- * failure or a deadlock.
+ * failure or a deadlock. A database that cannot be reached is reported as the core's
+ * Unavailable (DATABASE.UNAVAILABLE).
  */
 export class TypeOrmUnitOfWork implements UnitOfWork {
   readonly repositories: Repositories;
@@ -39,7 +41,8 @@ export class TypeOrmUnitOfWork implements UnitOfWork {
           work(createRepositories(new TransactionSession(this.engine.dialect, this.engine.schemas, manager))),
         );
       } catch (error) {
-        if (attempt >= this.retry.maxAttempts || !isRetryable(error)) throw error;
+        // A lost connection is not retried here: a COMMIT that failed may have committed.
+        if (attempt >= this.retry.maxAttempts || !isRetryable(error)) throw translateUnavailable(error);
         // Jitter keeps writers that collided once from colliding again in lockstep.
         await pause(this.retry.baseDelayMs * attempt * (0.5 + Math.random()));
       }

@@ -22,6 +22,8 @@ const TABLES = [
   'keys',
   'permissions',
   'certificates',
+  'log_entries',
+  'controller_secrets',
 ];
 
 async function seedUserAndApps(repos: Repositories, ...ids: string[]): Promise<App[]> {
@@ -177,6 +179,7 @@ if (baseUrl === undefined || baseUrl === '') {
             'ix_containers_app_created_type_num',
             'ix_containers_app_type_created_num',
             'ix_domains_app_domain',
+            'ix_log_entries_app_id',
             'ix_login_failures_username_at',
             'ix_permissions_username',
             'ix_tokens_username',
@@ -223,9 +226,9 @@ if (baseUrl === undefined || baseUrl === '') {
     describe('migrations', () => {
       it('are idempotent: migrating again applies nothing', async () => {
         await db.migrate();
-        const recorded = await admin.query<{ name: string }>('SELECT name FROM schema_migrations');
+        const recorded = await admin.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name');
 
-        expect(recorded.rows).toEqual([{ name: 'InitialSchema1763712000000' }]);
+        expect(recorded.rows).toEqual([{ name: 'InitialSchema1763712000000' }, { name: 'SharedState1763798400000' }]);
       });
 
       it('may run from several processes at once', async () => {
@@ -234,7 +237,7 @@ if (baseUrl === undefined || baseUrl === '') {
 
         await Promise.all([first.migrate(), second.migrate(), db.migrate()]);
 
-        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(1);
+        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(2);
       });
     });
 

@@ -112,8 +112,10 @@ describe('SQLite persistence', () => {
             'certificates',
             'configs',
             'containers',
+            'controller_secrets',
             'domains',
             'keys',
+            'log_entries',
             'login_failures',
             'permissions',
             'releases',
@@ -127,6 +129,7 @@ describe('SQLite persistence', () => {
             'ix_containers_app_created_type_num',
             'ix_containers_app_type_created_num',
             'ix_domains_app_domain',
+            'ix_log_entries_app_id',
             'ix_login_failures_username_at',
             'ix_permissions_username',
             'ix_tokens_username',
@@ -193,7 +196,7 @@ describe('SQLite persistence', () => {
       expect(await db.uow.repositories.apps.findById('myapp')).not.toBeNull();
       const raw = new BetterSqlite3(join(root, `data-${opened}`, SQLITE_FILE_NAME), { readonly: true });
       try {
-        expect(raw.prepare('SELECT name FROM schema_migrations').pluck().all()).toEqual(['InitialSchema1763712000000']);
+        expect(raw.prepare('SELECT name FROM schema_migrations ORDER BY name').pluck().all()).toEqual(['InitialSchema1763712000000', 'SharedState1763798400000']);
       } finally {
         raw.close();
       }

@@ -6,6 +6,7 @@ import {
   type ApiVersion,
   USE_CASES,
   type CoreDependencies,
+  type LogStore,
   type Scheduler,
   type Settings,
   type UnitOfWork,
@@ -38,6 +39,8 @@ export interface CompositionOptions {
   database: DatabaseHandle;
   secretKey: string;
   logDirectory: string;
+  /** Where app logs go instead of files in `logDirectory` (with a shared database: the database). */
+  logStore?: LogStore;
   scheduler: SchedulerKind;
   settings: Settings;
   apiVersion: ApiVersion;
@@ -66,9 +69,9 @@ const parsersModule = new ContainerModule(({ bind }) => {
   bind(TOKENS.CertificateParser).toDynamicValue(() => new ForgeCertificateParser());
 });
 
-const logsModule = (directory: string) =>
+const logsModule = (directory: string, store: LogStore | undefined) =>
   new ContainerModule(({ bind }) => {
-    bind(TOKENS.LogStore).toDynamicValue(() => new FileLogStore(directory));
+    bind<LogStore>(TOKENS.LogStore).toDynamicValue(() => store ?? new FileLogStore(directory));
   });
 
 const schedulerModule = (kind: SchedulerKind) =>
@@ -133,7 +136,7 @@ export function compose(options: CompositionOptions): { container: Container; ap
     persistenceModule(options.database),
     cryptoModule(options.secretKey),
     parsersModule,
-    logsModule(options.logDirectory),
+    logsModule(options.logDirectory, options.logStore),
     schedulerModule(options.scheduler),
     coreModule(options.settings),
     httpModule(options),

@@ -4,7 +4,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { generateSecretKey } from '@svc/crypto-node';
-import { createDatabase } from '@svc/persistence-typeorm';
+import { createDatabase, type Database } from '@svc/persistence-typeorm';
 import { compose } from './composition';
 import type { ServerConfig } from './config';
 
@@ -42,6 +42,18 @@ export function resolveSecretKey(config: ServerConfig, logger: Logger): string {
   return secret;
 }
 
+/**
+ * With a shared database and no SECRET_KEY, the key is kept in the database so that every
+ * controller process seals with the same one; the first process stores the key it finds in
+ * its data directory (from an earlier start) or a new one.
+ */
+async function sharedSecretKey(database: Database, dataDir: string, logger: Logger): Promise<string> {
+  const file = join(dataDir, 'secret_key');
+  const secret = await database.sharedSecret('secret_key', () => (existsSync(file) ? readFileSync(file, 'utf8').trim() : generateSecretKey()));
+  logger.warn('SECRET_KEY is not set: using the key generated and stored in the database; set SECRET_KEY in production');
+  return secret;
+}
+
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
   return new Promise((resolveListen, reject) => {
     server.once('error', reject);
@@ -56,7 +68,6 @@ function listen(server: Server, port: number, host: string): Promise<AddressInfo
 export async function startServer(config: ServerConfig, logger: Logger): Promise<RunningServer> {
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });
-  const secretKey = resolveSecretKey({ ...config, dataDir }, logger);
 
   const database = await createDatabase({
     url: config.databaseUrl ?? undefined,
@@ -64,9 +75,15 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     poolSize: config.dbPoolSize,
     statementTimeoutMs: config.dbStatementTimeoutMs,
     connectRetries: config.dbConnectRetries,
+    // Applied migrations, connection retries and slow queries are for the operator's log.
+    logger: { info: (message) => logger.info(message), warn: (message) => logger.warn(message) },
   });
+  // With PostgreSQL, several processes share the database: nothing they all need stays on local disk.
+  const shared = config.databaseUrl !== null;
+  let secretKey: string;
   try {
     await database.migrate();
+    secretKey = shared && config.secretKey === null ? await sharedSecretKey(database, dataDir, logger) : resolveSecretKey({ ...config, dataDir }, logger);
   } catch (error) {
     await database.close();
     throw error;
@@ -76,6 +93,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     database,
     secretKey,
     logDirectory: join(dataDir, 'logs'),
+    logStore: shared ? database.createLogStore() : undefined,
     scheduler: config.scheduler,
     settings: config.settings,
     apiVersion: config.apiVersion,

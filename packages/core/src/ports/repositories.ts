@@ -31,6 +31,10 @@ export interface UserRepository {
   delete(username: string): Promise<void>;
   list(slice: Slice): Promise<Page<User>>;
   listAdmins(slice: Slice): Promise<Page<User>>;
+  /**
+   * Inside a transaction, also makes concurrent transactions that count administrators take
+   * turns, so that what is decided on the count (first or last administrator) stays true.
+   */
   countAdmins(): Promise<number>;
 }
 

@@ -1,7 +1,9 @@
 import type { MigrationInterface } from 'typeorm';
 import type { Dialect } from '../dialect';
 import { InitialSchemaPostgres1763712000000 } from './postgres/1763712000000-initial-schema';
+import { SharedStatePostgres1763798400000 } from './postgres/1763798400000-shared-state';
 import { InitialSchemaSqlite1763712000000 } from './sqlite/1763712000000-initial-schema';
+import { SharedStateSqlite1763798400000 } from './sqlite/1763798400000-shared-state';
 
 type MigrationClass = new () => MigrationInterface;
 
@@ -10,8 +12,8 @@ type MigrationClass = new () => MigrationInterface;
  * the schema is a new migration, added to both lists under the same name.
  */
 const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
-  sqlite: [InitialSchemaSqlite1763712000000],
-  postgres: [InitialSchemaPostgres1763712000000],
+  sqlite: [InitialSchemaSqlite1763712000000, SharedStateSqlite1763798400000],
+  postgres: [InitialSchemaPostgres1763712000000, SharedStatePostgres1763798400000],
 };
 
 /** The migrations of `dialect`, oldest first. */

@@ -13,6 +13,9 @@ import { translateUniqueViolation } from '../constraints';
 import { fromToken, fromUser, toToken, toUser } from '../mapping';
 import type { Session } from '../session';
 
+/** An arbitrary constant: the advisory lock that serialises transactions counting administrators. */
+const ADMIN_COUNT_LOCK_KEY = 7_346_215_901;
+
 /** UserRepository on TypeORM. */
 export class TypeOrmUserRepository implements UserRepository {
   constructor(private readonly session: Session) {}
@@ -61,7 +64,17 @@ export class TypeOrmUserRepository implements UserRepository {
   }
 
   countAdmins(): Promise<number> {
-    return this.session.read((manager) => manager.countBy(this.session.schemas.users, { is_superuser: true }));
+    return this.session.read(async (manager) => {
+      // Decisions follow from this count (the first user becomes administrator, the last one
+      // keeps the role). PostgreSQL runs transactions side by side, so two of them could both
+      // count zero (or two) and both act: a transaction-scoped advisory lock makes them take
+      // turns, and each count then sees what the one before committed. SQLite already runs one
+      // writing transaction at a time.
+      if (this.session.transactional && this.session.dialect === 'postgres') {
+        await manager.query(`SELECT pg_advisory_xact_lock(${ADMIN_COUNT_LOCK_KEY})`);
+      }
+      return manager.countBy(this.session.schemas.users, { is_superuser: true });
+    });
   }
 
   private page(slice: Slice, adminsOnly: boolean): Promise<Page<User>> {

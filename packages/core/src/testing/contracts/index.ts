@@ -7,6 +7,7 @@ import { useStore, type OpenStore } from './fixtures';
 import { describeUnitOfWork } from './unit-of-work';
 
 export type { OpenedStore, OpenStore } from './fixtures';
+export { describeLogStoreContract, type OpenedLogStore, type OpenLogStore } from './log-store';
 
 /**
  * Registers the shared contract tests of every repository port and of the unit of work

@@ -1,0 +1,10 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describeLogStoreContract } from '@svc/core/testing';
+import { FileLogStore } from '@svc/logs-file';
+
+describeLogStoreContract('FileLogStore', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-logs-contract-'));
+  return { store: new FileLogStore(dir), close: () => rm(dir, { recursive: true, force: true }) };
+});

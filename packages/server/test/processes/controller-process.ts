@@ -1,0 +1,101 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { WorkspaceBuild } from './workspace-build';
+
+/** A controller running as a child process, as `npm start` runs it. */
+export interface ControllerProcess {
+  /** e.g. `http://127.0.0.1:41234` */
+  readonly url: string;
+  readonly pid: number;
+  /** Sends `signal` (default SIGKILL) and resolves once the process has exited. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Stops it as an operator would (SIGTERM), falling back to SIGKILL after `graceMs`. */
+  stop(graceMs?: number): Promise<void>;
+  /** The last lines the process wrote, for failure messages. */
+  output(): string;
+}
+
+const KEEP_OUTPUT_CHARS = 20_000;
+
+/** Options of one controller process. */
+export interface ControllerOptions {
+  /** Variables on top of a minimal environment (PATH, HOME); PORT, HOST and LOG_LEVEL are set here. */
+  env: Record<string, string>;
+  /** How long to wait for it to listen. Default 30 s. */
+  startTimeoutMs?: number;
+}
+
+/**
+ * Starts `node <main>` from the transpiled workspace on a free port and resolves once it
+ * logs that it listens. Rejects (with its output) when it exits or does not listen in time.
+ */
+export function startController(build: WorkspaceBuild, options: ControllerOptions): Promise<ControllerProcess> {
+  const child: ChildProcess = spawn(process.execPath, ['-r', build.resolver, build.main], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      NODE_PATH: build.nodePath,
+      ...options.env,
+      // The start-up line at level info tells which port it listens on.
+      LOG_LEVEL: 'info',
+      HOST: '127.0.0.1',
+      PORT: '0',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (chunk: Buffer): void => {
+    output = (output + chunk.toString('utf8')).slice(-KEEP_OUTPUT_CHARS);
+  };
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+
+  return new Promise<ControllerProcess>((resolve, reject) => {
+    let buffered = '';
+    let settled = false;
+    const fail = (reason: string): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(new Error(`${reason}\n--- controller output ---\n${output}`));
+    };
+    const timer = setTimeout(() => fail(`The controller did not listen within ${options.startTimeoutMs ?? 30_000} ms`), options.startTimeoutMs ?? 30_000);
+    child.once('exit', (code, signal) => fail(`The controller exited before listening (code ${code}, signal ${signal})`));
+    child.stderr?.on('data', keep);
+    child.stdout?.on('data', (chunk: Buffer) => {
+      keep(chunk);
+      if (settled) return;
+      buffered += chunk.toString('utf8');
+      const lines = buffered.split('\n');
+      buffered = lines.pop() ?? '';
+      for (const line of lines) {
+        let record: { msg?: unknown; url?: unknown };
+        try {
+          record = JSON.parse(line) as { msg?: unknown; url?: unknown };
+        } catch {
+          continue;
+        }
+        if (typeof record.url === 'string' && typeof record.msg === 'string' && record.msg.startsWith('controller listening')) {
+          settled = true;
+          clearTimeout(timer);
+          const url = record.url;
+          const kill = async (signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
+            if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+            await exited;
+          };
+          resolve({
+            url,
+            pid: child.pid as number,
+            kill,
+            stop: async (graceMs = 10_000) => {
+              const fallback = setTimeout(() => child.kill('SIGKILL'), graceMs);
+              await kill('SIGTERM');
+              clearTimeout(fallback);
+            },
+            output: () => output,
+          });
+          return;
+        }
+      }
+    });
+  });
+}

@@ -338,15 +338,13 @@ describe('Authentication', () => {
       .expect(401);
   });
 
-  it('admin_only registration: an administrator token registers, no token is 403', async () => {
+  it('admin_only registration: the first user gets in, then an administrator token registers and no token is 403', async () => {
     const closed = harness({ settings: { registrationMode: 'admin_only' } });
+    // While no administrator exists, the first registration is let in and becomes one.
+    const first = await request(closed.app).post('/v1/auth/register').send({ username: 'root', password: 'pw', email: 'r@example.com' }).expect(201);
+    expect(first.body.is_superuser).toBe(true);
     const anonymous = await request(closed.app).post('/v1/auth/register').send({ username: 'x', password: 'p', email: 'x@example.com' }).expect(403);
     expect(anonymous.body).toEqual({ detail: 'Only administrators can register users' });
-    // Seed the administrator through the core: registration over HTTP is closed.
-    await closed.useCases.registerUser.execute({ username: 'root', password: 'pw', email: 'r@example.com' }, {
-      user: { id: 0, username: 'system', email: '', firstName: '', lastName: '', passwordHash: '', isSuperuser: true, isStaff: true, isActive: true, lastLogin: null, dateJoined: new Date() },
-      tokenHash: '',
-    });
     const { token } = await closed.useCases.login.execute({ username: 'root', password: 'pw' });
     await request(closed.app)
       .post('/v1/auth/register')

@@ -36,6 +36,8 @@ if (TEST_DATABASE_URL === null) {
         DATA_DIR: dataDir,
         HOST: '127.0.0.1',
         PORT: '0',
+        ROUTER_PORT: '0',
+        GIT_SSH_PORT: 'off',
         LOG_LEVEL: 'silent',
         DB_POOL_SIZE: '4',
         DB_CONNECT_RETRIES: '0',

@@ -18,7 +18,7 @@ const KEEP_OUTPUT_CHARS = 20_000;
 
 /** Options of one controller process. */
 export interface ControllerOptions {
-  /** Variables on top of a minimal environment (PATH, HOME); PORT, HOST and LOG_LEVEL are set here. */
+  /** Variables on top of a minimal environment (PATH, HOME, SCHEDULER=memory); PORT, HOST and LOG_LEVEL are set here. */
   env: Record<string, string>;
   /** How long to wait for it to listen. Default 30 s. */
   startTimeoutMs?: number;
@@ -34,6 +34,12 @@ export function startController(build: WorkspaceBuild, options: ControllerOption
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',
       NODE_PATH: build.nodePath,
+      // These controllers test the API and the database: no app process is started unless a test asks for it.
+      SCHEDULER: 'memory',
+      // Several controllers run at once: none of them competes for the fixed git SSH port.
+      GIT_SSH_PORT: 'off',
+      // Nor for the router's port.
+      ROUTER_PORT: '0',
       ...options.env,
       // The start-up line at level info tells which port it listens on.
       LOG_LEVEL: 'info',

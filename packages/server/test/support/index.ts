@@ -1,0 +1,6 @@
+export * from './backend';
+export * from './client';
+export * from './server';
+export * from './users';
+export * from './types';
+export * from './expectations';

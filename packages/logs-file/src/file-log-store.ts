@@ -1,6 +1,6 @@
 import { appendFile, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { LogEntry, LogStore } from '@svc/core';
+import { LogSubscribers, type LogEntry, type LogListener, type LogStore } from '@svc/core';
 import { formatLine, parseLine } from './line-format';
 import { isNotFound, readLastLines } from './read-last-lines';
 
@@ -22,12 +22,14 @@ export interface FileLogStoreOptions {
  * escaped. When the next append would take a file past `maxBytesPerApp`, the file is
  * renamed to `<app>.log.1` (replacing the previous one) and a new file is started, so an
  * app keeps between one and two files' worth of lines. Operations on one app run one at
- * a time within this process; the directory must not be shared by two processes.
+ * a time within this process; the directory must not be shared by two processes, and
+ * subscribers hear of the appends made through this instance.
  */
 export class FileLogStore implements LogStore {
   private readonly maxBytes: number;
   private readonly chunkBytes: number;
   private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly subscribers = new LogSubscribers();
   private directoryReady: Promise<unknown> | null = null;
 
   constructor(
@@ -59,6 +61,8 @@ export class FileLogStore implements LogStore {
         await this.ensureDirectory();
         await appendFile(path, text);
       }
+      // Still inside the app's queue: a listener never hears of a line after a later one.
+      this.subscribers.notify(app, entries);
     });
   }
 
@@ -88,6 +92,16 @@ export class FileLogStore implements LogStore {
       await rm(path, { force: true });
       await rm(`${path}.1`, { force: true });
     });
+  }
+
+  /**
+   * Calls `listener` with the entries of every later append to the app through this
+   * instance, once they are written, until the returned function is called.
+   * @throws Error when `app` is not a valid app id.
+   */
+  subscribe(app: string, listener: LogListener): () => void {
+    this.pathOf(app);
+    return this.subscribers.add(app, listener);
   }
 
   /** Validates first, so that no name can point outside the directory. */

@@ -1,0 +1,43 @@
+/** Where one web process of an app listens. */
+export interface RouteTarget {
+  host: string;
+  port: number;
+}
+
+/** The app a host name belongs to and the addresses of its web processes that are up. */
+export interface ResolvedRoute {
+  app: string;
+  /** Empty when no web process of the app is up: the router answers 503. */
+  targets: RouteTarget[];
+}
+
+/** Tells the router which app serves a host name, and where its web processes listen. */
+export interface RouteTable {
+  /**
+   * The route of a host name (lower case, without port or trailing dot), or null when no
+   * app is served there (the router answers 404). A rejection makes the router answer 503.
+   */
+  resolve(host: string): Promise<ResolvedRoute | null>;
+}
+
+/** A certificate chain and its private key, both PEM. */
+export interface ServedCertificate {
+  certificate: string;
+  key: string;
+}
+
+/** Gives the router the certificate to present for a TLS server name. */
+export interface CertificateStore {
+  /**
+   * The certificate stored under exactly this name: a host name such as `www.example.com`,
+   * or a wildcard name such as `*.example.com` (the router asks for both); null if none.
+   */
+  find(serverName: string): Promise<ServedCertificate | null>;
+}
+
+/** The structured logger the router writes to; pino's logger satisfies it. */
+export interface RouterLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}

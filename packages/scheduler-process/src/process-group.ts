@@ -1,0 +1,160 @@
+import { spawn } from 'node:child_process';
+import { constants } from 'node:os';
+import { groupMembers, procAvailable } from './proc';
+
+/** How a process ended: an exit code, or the signal that killed it. */
+export interface ExitStatus {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/** A shell command running as the leader of its own process group. */
+export interface ProcessGroup {
+  /** The leader's pid, which is also the group id. */
+  readonly pid: number;
+  /** Resolves when the leader has exited (other members may still run). */
+  readonly exited: Promise<ExitStatus>;
+  /** The leader's exit status once it has exited, else null. */
+  exitStatus(): ExitStatus | null;
+  /** Resolves when both output pipes have closed (every process holding them is gone). */
+  readonly outputClosed: Promise<void>;
+  /** Sends a signal to every process of the group; a group that is gone is no error. */
+  signal(signal: NodeJS.Signals): void;
+  /** Whether any live process of the group still exists. */
+  alive(): Promise<boolean>;
+  /** Stops reading the output pipes, for processes that keep them open after the group is gone. */
+  detachOutput(): void;
+}
+
+/** What to start. */
+export interface GroupOptions {
+  command: string;
+  cwd: string;
+  env: Record<string, string>;
+  /** Niceness to start with (0: unchanged). */
+  nice: number;
+  /** Receives output as it arrives; `stream` tells stdout from stderr. */
+  onOutput: (chunk: Buffer, stream: 'stdout' | 'stderr') => void;
+}
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Starts `sh -c <command>` detached, so that it leads a new process group (and session) that
+ * can be signalled as a whole: the shell's children go with it. Resolves once the process
+ * exists; rejects when it cannot be started (missing directory or shell).
+ */
+export function spawnGroup(options: GroupOptions): Promise<ProcessGroup> {
+  const shell = ['/bin/sh', '-c', options.command];
+  const [file, ...args] = options.nice > 0 ? ['nice', '-n', String(options.nice), ...shell] : shell;
+  const child = spawn(file as string, args, {
+    cwd: options.cwd,
+    env: options.env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let status: ExitStatus | null = null;
+  const exited = new Promise<ExitStatus>((resolve) => {
+    child.once('exit', (code, signal) => {
+      status = { code, signal };
+      resolve(status);
+    });
+  });
+  const named = [
+    { name: 'stdout' as const, stream: child.stdout },
+    { name: 'stderr' as const, stream: child.stderr },
+  ];
+  const streams = named.flatMap((n) => (n.stream === null ? [] : [n.stream]));
+  const outputClosed = Promise.all(streams.map((s) => new Promise<void>((resolve) => s.once('close', () => resolve())))).then(() => undefined);
+  for (const { name, stream } of named) {
+    if (stream === null) continue;
+    stream.on('data', (chunk: Buffer) => options.onOutput(chunk, name));
+    // A read error only ends the output; the exit status still arrives.
+    stream.on('error', () => undefined);
+  }
+
+  return new Promise<ProcessGroup>((resolve, reject) => {
+    // Kept for the child's whole life: an 'error' without a listener would end the controller.
+    child.on('error', (error) => {
+      if (child.pid === undefined) reject(error);
+    });
+    child.once('spawn', () => {
+      const pid = child.pid as number;
+      resolve({
+        pid,
+        exited,
+        outputClosed,
+        exitStatus: () => status,
+        signal: (signal) => signalGroup(pid, signal),
+        alive: () => groupAlive(pid),
+        detachOutput: () => {
+          for (const stream of streams) stream.destroy();
+        },
+      });
+    });
+  });
+}
+
+/** Sends a signal to a whole process group; a group that is gone (or not ours) is no error. */
+export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: nothing left to signal. EPERM: not ours to signal.
+  }
+}
+
+const canReadProc = procAvailable();
+
+/**
+ * Whether any live process of the group exists. Zombies do not count: a member whose parent
+ * is gone waits for the system's init to collect it, and some inits never do.
+ */
+export async function groupAlive(pgid: number): Promise<boolean> {
+  try {
+    process.kill(-pgid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  if (!canReadProc) return true;
+  return ((await groupMembers(new Set([pgid]))).get(pgid)?.length ?? 0) > 0;
+}
+
+/** Waits until the group is gone or `ms` have passed; resolves with whether it is gone. */
+export async function waitForGroupGone(pgid: number, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (await groupAlive(pgid)) {
+    if (Date.now() >= deadline) return false;
+    await pause(25);
+  }
+  return true;
+}
+
+/**
+ * Stops a process group: SIGTERM to every member, up to `graceMs` for them to exit, then
+ * SIGKILL to whatever is left. Resolves once the leader has exited and the group is gone.
+ */
+export async function terminateGroup(group: ProcessGroup, graceMs: number): Promise<void> {
+  if (await group.alive()) {
+    group.signal('SIGTERM');
+    if (!(await waitForGroupGone(group.pid, graceMs))) group.signal('SIGKILL');
+  }
+  await group.exited;
+  // Members that outlived the leader are killed outright: nothing of a stopped container stays.
+  if (!(await waitForGroupGone(group.pid, 2000))) {
+    group.signal('SIGKILL');
+    await waitForGroupGone(group.pid, 2000);
+  }
+}
+
+/** The exit code a shell would report: the code, or 128 plus the number of the signal. */
+export function exitCodeOf(status: ExitStatus): number {
+  if (status.code !== null) return status.code;
+  const number = status.signal === null ? undefined : constants.signals[status.signal];
+  return 128 + (number ?? 0);
+}
+
+/** How a process ended, in words: `exited with code 1`, `was killed by SIGKILL`. */
+export function describeExit(status: ExitStatus): string {
+  return status.code !== null ? `exited with code ${status.code}` : `was killed by ${status.signal ?? 'a signal'}`;
+}

@@ -1,0 +1,86 @@
+import { FakeSecretBox, InMemoryUnitOfWork, aCertificate, aDomain, aUser, anApp } from '@svc/core/testing';
+import { PlatformRouteTable, StoredCertificates, type EndpointSource } from '../src/routing';
+
+/** A process scheduler stand-in: the web endpoints of each app, and who asked. */
+class FakeEndpoints implements EndpointSource {
+  readonly byApp = new Map<string, Array<{ host: string; port: number }>>();
+  readonly asked: string[] = [];
+
+  endpoints(app: string, type: string): Array<{ host: string; port: number }> {
+    this.asked.push(`${app}/${type}`);
+    return this.byApp.get(app) ?? [];
+  }
+}
+
+async function store(): Promise<InMemoryUnitOfWork> {
+  const uow = new InMemoryUnitOfWork();
+  const { id: _id, ...alice } = aUser({ username: 'alice' });
+  await uow.repositories.users.create(alice);
+  await uow.repositories.apps.create(anApp({ id: 'myapp' }));
+  await uow.repositories.apps.create(anApp({ id: 'other' }));
+  await uow.repositories.domains.create(aDomain({ app: 'other', domain: 'www.other.example' }));
+  return uow;
+}
+
+describe('PlatformRouteTable', () => {
+  it('routes <app>.<platform domain> to the app, whatever the case, port or trailing dot, with its web endpoints', async () => {
+    const processes = new FakeEndpoints();
+    processes.byApp.set('myapp', [{ host: '127.0.0.1', port: 20001 }, { host: '127.0.0.1', port: 20002 }]);
+    const table = new PlatformRouteTable(await store(), 'Apps.Test', processes);
+
+    expect(await table.resolve('MyApp.apps.test.:8080')).toEqual({
+      app: 'myapp',
+      targets: [{ host: '127.0.0.1', port: 20001 }, { host: '127.0.0.1', port: 20002 }],
+    });
+    expect(processes.asked).toEqual(['myapp/web']);
+  });
+
+  it('routes a custom domain to the app that added it', async () => {
+    const table = new PlatformRouteTable(await store(), 'apps.test', new FakeEndpoints());
+
+    expect(await table.resolve('WWW.other.example')).toEqual({ app: 'other', targets: [] });
+  });
+
+  it.each([['nope.apps.test'], ['apps.test'], ['a.myapp.apps.test'], ['www.unknown.example'], ['[::1]:8080'], ['']])('knows no app at %p', async (host) => {
+    const table = new PlatformRouteTable(await store(), 'apps.test', new FakeEndpoints());
+
+    expect(await table.resolve(host)).toBeNull();
+  });
+
+  it('has no targets without a scheduler that runs processes', async () => {
+    const table = new PlatformRouteTable(await store(), 'apps.test', null);
+
+    expect(await table.resolve('myapp.apps.test')).toEqual({ app: 'myapp', targets: [] });
+  });
+
+  it('remembers the app of a host name for the cache time, but asks for the endpoints every time', async () => {
+    const uow = await store();
+    const processes = new FakeEndpoints();
+    let now = 0;
+    const table = new PlatformRouteTable(uow, 'apps.test', processes, { cacheMs: 1000, now: () => now });
+    expect((await table.resolve('www.other.example'))?.app).toBe('other');
+
+    await uow.repositories.domains.delete('www.other.example');
+    processes.byApp.set('other', [{ host: '127.0.0.1', port: 20003 }]);
+    now = 999;
+    const cached = await table.resolve('www.other.example');
+    now = 1000;
+    const expired = await table.resolve('www.other.example');
+
+    expect(cached).toEqual({ app: 'other', targets: [{ host: '127.0.0.1', port: 20003 }] });
+    expect(expired).toBeNull();
+  });
+});
+
+describe('StoredCertificates', () => {
+  it('finds a certificate by exact common name, in lower case, with its key unsealed', async () => {
+    const uow = await store();
+    const secrets = new FakeSecretBox();
+    const { id: _id, ...certificate } = aCertificate({ commonName: '*.example.com', certificate: 'PEM CERT', sealedKey: secrets.seal('PEM KEY'), owner: 'alice' });
+    await uow.repositories.certificates.create(certificate);
+    const certificates = new StoredCertificates(uow, secrets);
+
+    expect(await certificates.find('*.Example.com')).toEqual({ certificate: 'PEM CERT', key: 'PEM KEY' });
+    expect(await certificates.find('www.example.com')).toBeNull();
+  });
+});

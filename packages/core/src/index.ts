@@ -1,5 +1,6 @@
 export * from './errors';
 export * from './model/entities';
+export * from './model/log-subscribers';
 export * from './model/pagination';
 export * from './model/time';
 export * from './ports/repositories';
@@ -10,6 +11,7 @@ export * from './rules/config';
 export * from './rules/domains';
 export * from './rules/fields';
 export * from './rules/releases';
+export * from './rules/sources';
 export * from './rules/users';
 export * from './usecases';
 export * from './tokens';

@@ -155,6 +155,7 @@ function everyAppUseCase(useCases: UseCases, actor: Actor, appId: string): Array
     ['updateApp', () => useCases.updateApp.execute(actor, appId, { owner: actor.user.username })],
     ['deleteApp', () => useCases.deleteApp.execute(actor, appId)],
     ['getLogs', () => useCases.getLogs.execute(actor, appId, undefined)],
+    ['followLogs', () => useCases.followLogs.execute(actor, appId, undefined, () => undefined).then((followed) => followed.unsubscribe())],
     ['runCommand', () => useCases.runCommand.execute(actor, appId, { command: 'ls' })],
     ['listContainers', () => useCases.listContainers.execute(actor, appId, undefined, PAGE)],
     ['scaleApp', () => useCases.scaleApp.execute(actor, appId, { web: 2 })],

@@ -112,6 +112,19 @@ describe('RegisterUser', () => {
   });
 });
 
+describe('RegisterUser in admin_only mode on a new installation', () => {
+  it('lets the first user register (as administrator) while no administrator exists, then refuses anonymous callers', async () => {
+    const world = new World({ registrationMode: 'admin_only' });
+
+    const first = await world.useCases.registerUser.execute(REGISTRATION, null);
+
+    expect(first.isSuperuser).toBe(true);
+    const second = { ...REGISTRATION, username: 'bob', email: 'bob@example.com' };
+    expect(await rejectionOf(world.useCases.registerUser.execute(second, null))).toBeInstanceOf(Forbidden);
+    expect(world.uow.snapshot().users.map((u) => u.username)).toEqual(['alice']);
+  });
+});
+
 describe('Login', () => {
   it('mints a token that authenticates as the user and records the login time', async () => {
     const world = new World();

@@ -1,9 +1,13 @@
 import express, { type Application } from 'express';
 import type { ApiVersion, UseCases } from '@svc/core';
 import { errorHandler } from './error-handler';
+import { DEFAULT_FOLLOW_BUFFER_BYTES } from './follow';
+import { installJsonResponse } from './json-response';
 import { silentLogger, type HttpLogger } from './logger';
 import { answerOptions, requestStart, selectVersion } from './middleware';
 import { routerFor, type RouteContext } from './routing';
+import { inSequence } from './sequence';
+import { securityHeaders } from './security';
 import { accountRoutes } from './routes/accounts';
 import { appRoutes } from './routes/apps';
 import { probeRoutes } from './routes/probes';
@@ -26,6 +30,10 @@ export interface HttpOptions {
   logger?: HttpLogger;
   /** Trust `X-Forwarded-*` headers from a reverse proxy (for protocol and host in page links). */
   trustProxy?: boolean;
+  /** Bytes of log lines held for a follower that reads slower than the log grows. Default 1 MiB. */
+  followBufferBytes?: number;
+  /** When aborted, open log follow streams end, so that a graceful stop need not wait for them. */
+  shutdown?: AbortSignal;
 }
 
 /** Builds the Express application of the controller API (not listening yet). */
@@ -36,6 +44,8 @@ export function createHttpApp(options: HttpOptions): Application {
     platformDomain: options.platformDomain,
     ready: options.ready ?? (async () => true),
     logger,
+    followBufferBytes: options.followBufferBytes ?? DEFAULT_FOLLOW_BUFFER_BYTES,
+    shutdown: options.shutdown,
   };
 
   const app = express();
@@ -43,10 +53,16 @@ export function createHttpApp(options: HttpOptions): Application {
   app.disable('etag');
   app.set('trust proxy', options.trustProxy ?? false);
   app.set('query parser', 'simple');
+  installJsonResponse(app);
 
-  app.use(requestStart(options.defaultVersion, options.platformVersion, logger));
-  app.use(selectVersion(options.platformVersion));
-  app.use(answerOptions);
+  app.use(
+    inSequence(
+      requestStart(options.defaultVersion, options.platformVersion, logger),
+      securityHeaders,
+      selectVersion(options.platformVersion),
+      answerOptions,
+    ),
+  );
   app.use(
     routerFor(
       [

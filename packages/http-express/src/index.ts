@@ -1,2 +1,4 @@
 export { createHttpApp, type HttpOptions } from './app';
+export { httpServerOptions } from './node-server';
 export type { HttpLogger } from './logger';
+export { BoundedLineWriter, DEFAULT_FOLLOW_BUFFER_BYTES, FOLLOW_MARKER_SOURCE, followRequested, type LineSink } from './follow';

@@ -35,9 +35,17 @@ export function requestStart(defaultVersion: ApiVersion, platformVersion: string
     res.setHeader('Access-Control-Allow-Origin', '*');
     res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS.join(', '));
     applyVersionHeaders(res, defaultPolicy, platformVersion);
+    // The request line is built when the response ends, unless the logger would drop it.
+    if (logger.isLevelEnabled?.('info') === false) {
+      next();
+      return;
+    }
 
     const started = process.hrtime.bigint();
-    res.on('finish', () => {
+    let logged = false;
+    const log = (): void => {
+      if (logged) return;
+      logged = true;
       const state = stateOf(res);
       logger.info(
         {
@@ -48,10 +56,14 @@ export function requestStart(defaultVersion: ApiVersion, platformVersion: string
           status: res.statusCode,
           apiVersion: state.version,
           durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+          // A response the client did not wait for, such as a log stream it stopped reading.
+          ...(res.writableFinished ? {} : { aborted: true }),
         },
         'request',
       );
-    });
+    };
+    res.on('finish', log);
+    res.on('close', log);
     next();
   };
 }

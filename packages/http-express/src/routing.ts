@@ -23,6 +23,10 @@ export interface RouteContext {
   platformDomain: string;
   ready: () => Promise<boolean>;
   logger: HttpLogger;
+  /** Bytes of log lines held for a slow follower. */
+  followBufferBytes: number;
+  /** Ends log follow streams when aborted. */
+  shutdown?: AbortSignal;
 }
 
 type Method = 'get' | 'post' | 'delete';

@@ -52,6 +52,8 @@ export interface HarnessOptions {
   trustProxy?: boolean;
   /** Replaces some use cases, e.g. with one that fails unexpectedly. */
   override?: (useCases: UseCases) => Partial<UseCases>;
+  followBufferBytes?: number;
+  shutdown?: AbortSignal;
 }
 
 /** The platform version the test application announces. */
@@ -90,6 +92,8 @@ export function harness(options: HarnessOptions = {}): Harness {
     ready: options.ready,
     logger,
     trustProxy: options.trustProxy,
+    followBufferBytes: options.followBufferBytes,
+    shutdown: options.shutdown,
   });
   return { app, scheduler, clock, logs, uow, logger, useCases };
 }

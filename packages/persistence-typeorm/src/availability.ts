@@ -23,9 +23,10 @@ const NETWORK_CODES = new Set([
 /*
  * PostgreSQL SQLSTATEs that say the server or the connection is gone, not that the
  * statement is wrong: class 08 (connection exception), operator intervention (57P01 admin
- * shutdown, 57P02 crash shutdown, 57P03 cannot connect now) and too many connections.
+ * shutdown, 57P02 crash shutdown, 57P03 cannot connect now), too many connections, and a
+ * database that no longer exists when a new connection is opened (3D000).
  */
-const PG_UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300']);
+const PG_UNAVAILABLE_CODES = new Set(['57P01', '57P02', '57P03', '53300', '3D000']);
 const PG_CONNECTION_CLASS = /^08[0-9A-Z]{3}$/;
 
 /*

@@ -147,6 +147,7 @@ export function toBuild(row: BuildRow): Build {
     dockerfile: row.dockerfile,
     procfile: copyRecord(row.procfile),
     sha: row.sha,
+    workdir: row.workdir ?? null,
     created: copyDate(row.created),
     updated: copyDate(row.updated),
   };
@@ -162,6 +163,7 @@ export function fromBuild(build: Build): BuildRow {
     dockerfile: build.dockerfile,
     procfile: copyRecord(build.procfile),
     sha: build.sha,
+    workdir: build.workdir ?? null,
     created: copyDate(build.created),
     updated: copyDate(build.updated),
   };

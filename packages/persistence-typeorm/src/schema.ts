@@ -71,6 +71,7 @@ export interface BuildRow {
   dockerfile: string;
   procfile: Procfile;
   sha: string;
+  workdir: string | null;
   created: Date;
   updated: Date;
 }
@@ -244,6 +245,7 @@ export function buildSchemas(dialect: Dialect): Schemas {
       dockerfile: text,
       procfile: json,
       sha: text,
+      workdir: { type: 'text', nullable: true },
       ...stamps,
     }),
     releases: schema<ReleaseRow>('ReleaseRow', 'releases', {

@@ -2,6 +2,7 @@ import type { EntityManager } from 'typeorm';
 import { guardAvailability } from './availability';
 import type { Dialect } from './dialect';
 import type { Schemas } from './schema';
+import { ManagerRunner, type SqlRunner, type Statement } from './sql';
 
 /** Where the statements of one set of repositories run: a transaction, or the database itself. */
 export interface Session {
@@ -11,6 +12,8 @@ export interface Session {
   readonly transactional: boolean;
   /** Runs statements that only read. */
   read<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T>;
+  /** The rows of one hand-written statement that only reads, run straight through the driver. */
+  rows<T>(statement: Statement, params: readonly unknown[]): Promise<T[]>;
   /** Runs statements that write, atomically. */
   write<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T>;
   /**
@@ -25,15 +28,22 @@ let savepoints = 0;
 /** A session bound to one open transaction. */
 export class TransactionSession implements Session {
   readonly transactional = true;
+  private readonly sql: SqlRunner;
 
   constructor(
     readonly dialect: Dialect,
     readonly schemas: Schemas,
     private readonly manager: EntityManager,
-  ) {}
+  ) {
+    this.sql = new ManagerRunner(dialect, manager);
+  }
 
   read<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
     return guardAvailability(() => statements(this.manager));
+  }
+
+  rows<T>(statement: Statement, params: readonly unknown[]): Promise<T[]> {
+    return guardAvailability(() => this.sql.rows<T>(statement, params));
   }
 
   write<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
@@ -66,6 +76,8 @@ export interface Engine {
   readonly schemas: Schemas;
   /** A manager whose reads see committed data only. */
   readonly reader: EntityManager;
+  /** Hand-written statements on the same connections as `reader`. */
+  readonly readerSql: SqlRunner;
   /** Runs `statements` in one write transaction. */
   inTransaction<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T>;
   /** Runs writes outside any transaction of the caller, each atomic. */
@@ -91,6 +103,10 @@ export class AutonomousSession implements Session {
 
   read<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
     return guardAvailability(() => statements(this.engine.reader));
+  }
+
+  rows<T>(statement: Statement, params: readonly unknown[]): Promise<T[]> {
+    return guardAvailability(() => this.engine.readerSql.rows<T>(statement, params));
   }
 
   write<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {

@@ -27,7 +27,22 @@ interface Harness {
   planOfTail(app: string, n: number): Promise<string>;
   /** Bulk-loads `n` lines for `app` and refreshes the planner's statistics. */
   load(app: string, n: number): Promise<void>;
+  /**
+   * Inserts a line in a transaction left open until `commit` (its id is taken now, its row
+   * becomes visible later); null where writes are serialised and this cannot happen.
+   */
+  insertUncommitted(app: string, message: string): Promise<{ commit(): Promise<void> } | null>;
 }
+
+async function eventually(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 function describeTypeOrmLogStore(label: string, harness: () => Harness): void {
   describe(`TypeOrmLogStore on ${label}`, () => {
@@ -96,11 +111,71 @@ function describeTypeOrmLogStore(label: string, harness: () => Harness): void {
       expect(DomainError.is(error) && error.code).toBe('DATABASE.UNAVAILABLE');
     });
 
-    it('refuses a cap or prune interval that is not a positive integer', async () => {
+    it('a subscriber hears of lines another process appends, by polling, and stops hearing once unsubscribed', async () => {
+      const first = await harness().database();
+      const second = (await harness().second()) ?? first;
+      const writer = first.createLogStore();
+      const reader = second.createLogStore({ pollIntervalMs: 50 });
+      await writer.append('myapp', lines('myapp', 1, 2));
+      const received: LogEntry[] = [];
+
+      const unsubscribe = reader.subscribe('myapp', (batch) => received.push(...batch));
+      await reader.tail('myapp', 1);
+      await writer.append('myapp', lines('myapp', 3, 4));
+      await writer.append('other-app', lines('other-app', 1, 1));
+      await eventually(() => received.length >= 2, 'the other process\'s lines arrived');
+      unsubscribe();
+      await writer.append('myapp', lines('myapp', 5, 5));
+      await pause(250);
+
+      expect(received).toEqual(lines('myapp', 3, 4));
+    });
+
+    it('a subscriber receives every line of a burst bigger than one poll reads, once and in order', async () => {
+      const first = await harness().database();
+      const second = (await harness().second()) ?? first;
+      const writer = first.createLogStore();
+      const reader = second.createLogStore({ pollIntervalMs: 20 });
+      const received: LogEntry[] = [];
+      const unsubscribe = reader.subscribe('myapp', (batch) => received.push(...batch));
+      await reader.tail('myapp', 1);
+
+      await writer.append('myapp', lines('myapp', 1, 2600));
+      await eventually(() => received.length >= 2600, 'the whole burst arrived');
+      await pause(100);
+      unsubscribe();
+
+      expect(received).toEqual(lines('myapp', 1, 2600));
+    });
+
+    it('a line whose transaction commits after a later line\'s is still delivered', async () => {
+      const db = await harness().database();
+      const store = db.createLogStore({ pollIntervalMs: 20 });
+      const received: LogEntry[] = [];
+      const unsubscribe = store.subscribe('myapp', (batch) => received.push(...batch));
+      await store.tail('myapp', 1);
+      const pending = await harness().insertUncommitted('myapp', 'slow commit');
+      if (pending === null) {
+        unsubscribe();
+        return;
+      }
+
+      await store.append('myapp', lines('myapp', 1, 1));
+      await eventually(() => received.length >= 1, 'the committed line arrived');
+      await pause(100);
+      await pending.commit();
+      await eventually(() => received.length >= 2, 'the late line arrived');
+      unsubscribe();
+
+      expect(received.map((e) => e.message)).toEqual(['line 1', 'slow commit']);
+    });
+
+    it('refuses a cap, prune interval or poll interval that is not a positive integer', async () => {
       const db = await harness().database();
 
       expect(() => db.createLogStore({ maxEntriesPerApp: 0 })).toThrow(/maxEntriesPerApp/);
       expect(() => db.createLogStore({ pruneEvery: 1.5 })).toThrow(/pruneEvery/);
+      expect(() => db.createLogStore({ pollIntervalMs: 0 })).toThrow(/pollIntervalMs/);
       expect(db.createLogStore()).toBeInstanceOf(TypeOrmLogStore);
     });
 
@@ -182,6 +257,7 @@ describe('TypeOrmLogStore', () => {
           c.exec('ANALYZE');
         });
       },
+      insertUncommitted: async () => null,
     }));
   });
 
@@ -246,6 +322,18 @@ describe('TypeOrmLogStore', () => {
             [app, n],
           );
           await admin.query('ANALYZE log_entries');
+        },
+        insertUncommitted: async (app, message) => {
+          const client = new Client({ connectionString: scratch.url });
+          await client.connect();
+          await client.query('BEGIN');
+          await client.query(`INSERT INTO log_entries (app, time, source, message) VALUES ($1, now(), 'svc[api]', $2)`, [app, message]);
+          return {
+            commit: async () => {
+              await client.query('COMMIT');
+              await client.end();
+            },
+          };
         },
       }));
     });

@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import type { App, Release, Repositories } from '@svc/core';
 import { describeRepositoryContracts } from '@svc/core/testing';
+import type { QueryRunner } from 'typeorm';
 import { createDatabase, type Database, type DatabaseOptions } from '../src';
+import { ListCountsPostgres1763990000000 } from '../src/migrations/postgres/1763990000000-list-counts';
 
 const baseUrl = process.env.TEST_DATABASE_URL;
 const ALL = { offset: 0, limit: 100 };
@@ -24,6 +26,9 @@ const TABLES = [
   'certificates',
   'log_entries',
   'controller_secrets',
+  'visible_app_counts',
+  'app_totals',
+  'app_list_counts',
 ];
 
 async function seedUserAndApps(repos: Repositories, ...ids: string[]): Promise<App[]> {
@@ -181,7 +186,7 @@ if (baseUrl === undefined || baseUrl === '') {
             'ix_domains_app_domain',
             'ix_log_entries_app_id',
             'ix_login_failures_username_at',
-            'ix_permissions_username',
+            'ix_permissions_username_app',
             'ix_tokens_username',
             'ix_users_is_superuser_id',
             'uq_apps_id',
@@ -228,7 +233,12 @@ if (baseUrl === undefined || baseUrl === '') {
         await db.migrate();
         const recorded = await admin.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name');
 
-        expect(recorded.rows).toEqual([{ name: 'InitialSchema1763712000000' }, { name: 'SharedState1763798400000' }]);
+        expect(recorded.rows).toEqual([
+          { name: 'BuildWorkdir1763884800000' },
+          { name: 'InitialSchema1763712000000' },
+          { name: 'ListCounts1763990000000' },
+          { name: 'SharedState1763798400000' },
+        ]);
       });
 
       it('may run from several processes at once', async () => {
@@ -237,7 +247,34 @@ if (baseUrl === undefined || baseUrl === '') {
 
         await Promise.all([first.migrate(), second.migrate(), db.migrate()]);
 
-        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(2);
+        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(4);
+      });
+
+      it('ListCounts counts the rows already there when applied, and again after a TRUNCATE', async () => {
+        await truncateAll();
+        const repos = db.uow.repositories;
+        await seedUserAndApps(repos, 'mine', 'other');
+        await admin.query(`INSERT INTO "users" ("username", "email", "first_name", "last_name", "password_hash", "is_superuser", "is_staff", "is_active", "date_joined")
+          VALUES ('bob', 'bob@example.com', '', '', 'x', false, false, true, now())`);
+        const runner = { query: (sql: string) => admin.query(sql) } as unknown as QueryRunner;
+        const migration = new ListCountsPostgres1763990000000();
+
+        await migration.down(runner);
+        // Written while no trigger keeps count, as by the previous version of the controller.
+        await admin.query(`INSERT INTO "permissions" ("app", "username") VALUES ('mine', 'bob'), ('other', 'alice')`);
+        for (const version of [1, 2, 3]) await repos.releases.create(release('mine', version));
+        await migration.up(runner);
+
+        expect((await repos.apps.listVisibleTo('alice', ALL)).count).toBe(2);
+        expect((await repos.apps.listVisibleTo('bob', ALL)).count).toBe(1);
+        expect((await repos.apps.listVisibleTo(null, ALL)).count).toBe(2);
+        expect((await repos.releases.listForApp('mine', ALL)).count).toBe(3);
+
+        await admin.query('TRUNCATE "releases", "permissions"');
+
+        expect((await repos.releases.listForApp('mine', ALL)).count).toBe(0);
+        expect((await repos.apps.listVisibleTo('bob', ALL)).count).toBe(0);
+        expect((await repos.apps.listVisibleTo('alice', ALL)).count).toBe(2);
       });
     });
 

@@ -3,9 +3,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
+import type { QueryRunner } from 'typeorm';
 import { AlreadyExists, type App, type Repositories } from '@svc/core';
 import { describeRepositoryContracts } from '@svc/core/testing';
 import { createDatabase, SQLITE_FILE_NAME, type Database } from '../src';
+import { ListCountsSqlite1763990000000 } from '../src/migrations/sqlite/1763990000000-list-counts';
 
 const ALL = { offset: 0, limit: 100 };
 const T0 = Date.UTC(2026, 10, 21, 10, 0, 0, 123);
@@ -107,6 +109,8 @@ describe('SQLite persistence', () => {
         ).map((row) => row.name);
         expect(names.sort()).toEqual(
           [
+            'app_list_counts',
+            'app_totals',
             'apps',
             'builds',
             'certificates',
@@ -122,6 +126,7 @@ describe('SQLite persistence', () => {
             'schema_migrations',
             'tokens',
             'users',
+            'visible_app_counts',
             'ix_apps_owner_id',
             'ix_builds_app_created',
             'ix_certificates_owner_common_name',
@@ -131,7 +136,7 @@ describe('SQLite persistence', () => {
             'ix_domains_app_domain',
             'ix_log_entries_app_id',
             'ix_login_failures_username_at',
-            'ix_permissions_username',
+            'ix_permissions_username_app',
             'ix_tokens_username',
             'ix_users_is_superuser_id',
           ].sort(),
@@ -187,6 +192,44 @@ describe('SQLite persistence', () => {
   });
 
   describe('migrations', () => {
+    it('ListCounts counts the apps, collaborators, releases and builds already there when it is applied', async () => {
+      const db = await freshDatabase();
+      const repos = db.uow.repositories;
+      await seedUserAndApp(repos, 'mine');
+      await repos.users.create({
+        username: 'bob',
+        email: 'bob@example.com',
+        firstName: '',
+        lastName: '',
+        passwordHash: 'x',
+        isSuperuser: false,
+        isStaff: false,
+        isActive: true,
+        lastLogin: null,
+        dateJoined: new Date(T0),
+      });
+      await repos.apps.create({ uuid: 'uuid-theirs', id: 'theirs', owner: 'bob', structure: {}, created: new Date(T0), updated: new Date(T0) });
+      const raw = new BetterSqlite3(join(root, `data-${opened}`, SQLITE_FILE_NAME));
+      const runner = { query: async (sql: string) => raw.exec(sql) } as unknown as QueryRunner;
+      const migration = new ListCountsSqlite1763990000000();
+      try {
+        await migration.down(runner);
+        // Written while no trigger keeps count, as by the previous version of the controller.
+        raw.exec(`INSERT INTO "permissions" ("app", "username") VALUES ('theirs', 'alice'), ('mine', 'alice')`);
+        for (const version of [1, 2, 3]) await repos.releases.create(release('mine', version));
+
+        await migration.up(runner);
+      } finally {
+        raw.close();
+      }
+
+      expect((await repos.apps.listVisibleTo('alice', ALL)).count).toBe(2);
+      expect((await repos.apps.listVisibleTo('bob', ALL)).count).toBe(1);
+      expect((await repos.apps.listVisibleTo(null, ALL)).count).toBe(2);
+      expect((await repos.releases.listForApp('mine', ALL)).count).toBe(3);
+      expect((await repos.releases.listForApp('theirs', ALL)).count).toBe(0);
+    });
+
     it('are idempotent: migrating twice applies nothing the second time and keeps the data', async () => {
       const db = await freshDatabase();
       await seedUserAndApp(db.uow.repositories);
@@ -196,7 +239,12 @@ describe('SQLite persistence', () => {
       expect(await db.uow.repositories.apps.findById('myapp')).not.toBeNull();
       const raw = new BetterSqlite3(join(root, `data-${opened}`, SQLITE_FILE_NAME), { readonly: true });
       try {
-        expect(raw.prepare('SELECT name FROM schema_migrations ORDER BY name').pluck().all()).toEqual(['InitialSchema1763712000000', 'SharedState1763798400000']);
+        expect(raw.prepare('SELECT name FROM schema_migrations ORDER BY name').pluck().all()).toEqual([
+          'BuildWorkdir1763884800000',
+          'InitialSchema1763712000000',
+          'ListCounts1763990000000',
+          'SharedState1763798400000',
+        ]);
       } finally {
         raw.close();
       }

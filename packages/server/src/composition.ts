@@ -8,6 +8,7 @@ import {
   type CoreDependencies,
   type LogStore,
   type Scheduler,
+  type SecretBox,
   type Settings,
   type UnitOfWork,
   type UseCases,
@@ -17,8 +18,13 @@ import { Ssh2PublicKeyParser } from '@svc/ssh-keys-ssh2';
 import { ForgeCertificateParser } from '@svc/certs-forge';
 import { FileLogStore } from '@svc/logs-file';
 import { MemoryScheduler } from '@svc/scheduler-memory';
+import { ProcessScheduler } from '@svc/scheduler-process';
+import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
 import { createHttpApp, type HttpLogger } from '@svc/http-express';
+import { GitServer } from '@svc/builder-git';
+import { AppRouter } from '@svc/router-http';
 import type { SchedulerKind } from './config';
+import { PlatformRouteTable, StoredCertificates } from './routing';
 
 /** Any use case class: constructed from the core's dependencies. */
 type UseCaseClass = new (deps: CoreDependencies) => object;
@@ -26,6 +32,9 @@ type UseCaseClass = new (deps: CoreDependencies) => object;
 /** Tokens of the server's own pieces. */
 export const SERVER_TOKENS = Object.freeze({
   HttpApp: Symbol.for('svc.HttpApp'),
+  GitServer: Symbol.for('svc.GitServer'),
+  ProcessScheduler: Symbol.for('svc.ProcessScheduler'),
+  Router: Symbol.for('svc.Router'),
 });
 
 /** The database as the composition root sees it. */
@@ -42,11 +51,48 @@ export interface CompositionOptions {
   /** Where app logs go instead of files in `logDirectory` (with a shared database: the database). */
   logStore?: LogStore;
   scheduler: SchedulerKind;
+  /** How the process scheduler runs apps; required when `scheduler` is `process`. */
+  processes?: ProcessSchedulerSetup;
+  /** Wraps the scheduler in fault injection (tests and resilience drills); absent or null: off. */
+  schedulerChaos?: ChaosOptions | null;
   settings: Settings;
   apiVersion: ApiVersion;
   platformVersion: string;
   trustProxy: boolean;
   logger: HttpLogger;
+  /** The git server (git push deploys); absent or null: none. */
+  git?: GitSetup | null;
+  /** When aborted, log follow streams end (a graceful stop need not wait for them). */
+  shutdown?: AbortSignal;
+}
+
+/** Where the git server keeps repositories and build directories, and how it introduces itself. */
+export interface GitSetup {
+  /** Bare repositories, `<repositories>/<app>.git`. */
+  repositories: string;
+  /** Build directories, `<builds>/<app>/<sha>`. */
+  builds: string;
+  /** The SSH host private key. */
+  hostKey: string;
+  /** The address of a deployed app, shown to the pusher. */
+  appUrl: (appId: string) => string | null;
+}
+
+const gitModule = (git: GitSetup | null, logger: HttpLogger) =>
+  new ContainerModule(({ bind }) => {
+    bind<GitServer>(SERVER_TOKENS.GitServer).toDynamicValue((ctx) => {
+      if (git === null) throw new Error('The git server needs its setup (CompositionOptions.git)');
+      return new GitServer({ useCases: ctx.get<UseCases>(TOKENS.UseCases), ...git, logger });
+    });
+  });
+
+/** Where and how the process scheduler runs apps. */
+export interface ProcessSchedulerSetup {
+  /** Holds the apps' working directories and the records of running processes. */
+  dataDir: string;
+  portRange: { from: number; to: number };
+  startTimeoutMs: number;
+  stopTimeoutMs: number;
 }
 
 const persistenceModule = (database: DatabaseHandle) =>
@@ -74,13 +120,29 @@ const logsModule = (directory: string, store: LogStore | undefined) =>
     bind<LogStore>(TOKENS.LogStore).toDynamicValue(() => store ?? new FileLogStore(directory));
   });
 
-const schedulerModule = (kind: SchedulerKind) =>
+const schedulerModule = (kind: SchedulerKind, chaos: ChaosOptions | null, processes: ProcessSchedulerSetup | undefined) =>
   new ContainerModule(({ bind }) => {
-    bind<Scheduler>(TOKENS.Scheduler).toDynamicValue((): Scheduler => {
-      switch (kind) {
-        case 'memory':
-          return new MemoryScheduler();
-      }
+    bind<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler).toDynamicValue((ctx) => {
+      if (processes === undefined) throw new Error('The process scheduler needs its setup (CompositionOptions.processes)');
+      return new ProcessScheduler({
+        dataDir: processes.dataDir,
+        logs: ctx.get<LogStore>(TOKENS.LogStore),
+        clock: ctx.get(TOKENS.Clock),
+        portRange: processes.portRange,
+        startTimeoutMs: processes.startTimeoutMs,
+        stopTimeoutMs: processes.stopTimeoutMs,
+      });
+    });
+    bind<Scheduler>(TOKENS.Scheduler).toDynamicValue((ctx): Scheduler => {
+      const scheduler = ((): Scheduler => {
+        switch (kind) {
+          case 'process':
+            return ctx.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler);
+          case 'memory':
+            return new MemoryScheduler();
+        }
+      })();
+      return chaos === null ? scheduler : new ChaosScheduler(scheduler, chaos);
     });
   });
 
@@ -122,28 +184,60 @@ const httpModule = (options: CompositionOptions) =>
         ready: () => options.database.ping(),
         logger: options.logger,
         trustProxy: options.trustProxy,
+        shutdown: options.shutdown,
       }),
     );
+  });
+
+/** The router sends app traffic to the web processes the process scheduler runs; with another scheduler every app answers 503. */
+const routerModule = (options: CompositionOptions) =>
+  new ContainerModule(({ bind }) => {
+    bind<AppRouter>(SERVER_TOKENS.Router).toDynamicValue((ctx) => {
+      const uow = ctx.get<UnitOfWork>(TOKENS.UnitOfWork);
+      const processes = options.scheduler === 'process' ? ctx.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler) : null;
+      return new AppRouter({
+        routes: new PlatformRouteTable(uow, options.settings.platformDomain, processes),
+        certificates: new StoredCertificates(uow, ctx.get<SecretBox>(TOKENS.SecretBox)),
+        logger: options.logger,
+      });
+    });
   });
 
 /**
  * The composition root: binds every port to its adapter and builds the HTTP application.
  * The only place that knows the dependency-injection container.
  */
-export function compose(options: CompositionOptions): { container: Container; app: Application; scheduler: Scheduler } {
+export function compose(options: CompositionOptions): {
+  container: Container;
+  app: Application;
+  scheduler: Scheduler;
+  /** The scheduler that runs processes, when SCHEDULER=process: its endpoints, orphan clean-up and shutdown. */
+  processScheduler: ProcessScheduler | null;
+  useCases: UseCases;
+  /** The git server, not yet listening, when `git` is given. */
+  gitServer: GitServer | null;
+  /** The router of app traffic, not yet listening. */
+  router: AppRouter;
+} {
   const container = new Container({ defaultScope: 'Singleton' });
   container.loadSync(
     persistenceModule(options.database),
     cryptoModule(options.secretKey),
     parsersModule,
     logsModule(options.logDirectory, options.logStore),
-    schedulerModule(options.scheduler),
+    schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes),
     coreModule(options.settings),
     httpModule(options),
+    gitModule(options.git ?? null, options.logger),
+    routerModule(options),
   );
   return {
     container,
     app: container.get<Application>(SERVER_TOKENS.HttpApp),
     scheduler: container.get<Scheduler>(TOKENS.Scheduler),
+    processScheduler: options.scheduler === 'process' ? container.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler) : null,
+    useCases: container.get<UseCases>(TOKENS.UseCases),
+    gitServer: options.git ? container.get<GitServer>(SERVER_TOKENS.GitServer) : null,
+    router: container.get<AppRouter>(SERVER_TOKENS.Router),
   };
 }

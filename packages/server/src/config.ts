@@ -1,7 +1,18 @@
 import { API_VERSIONS, DEFAULT_SETTINGS, type ApiVersion, type RegistrationMode, type Settings } from '@svc/core';
+import { parseChaosSpec, type ChaosOptions } from '@svc/scheduler-chaos';
 
 /** Which scheduler runs containers. */
-export type SchedulerKind = 'memory';
+export type SchedulerKind = 'process' | 'memory';
+
+/** How the process scheduler runs apps (SCHEDULER=process). */
+export interface ProcessSettings {
+  /** PROCESS_PORT_RANGE: the ports handed to processes as PORT. */
+  portRange: { from: number; to: number };
+  /** HEALTHCHECK_TIMEOUT: how long a web process has to come up, in milliseconds. */
+  healthcheckTimeoutMs: number;
+  /** PROCESS_STOP_TIMEOUT_SECONDS: SIGTERM to SIGKILL, in milliseconds. */
+  stopTimeoutMs: number;
+}
 
 /** Everything the server reads from its environment, validated. */
 export interface ServerConfig {
@@ -13,6 +24,9 @@ export interface ServerConfig {
   dbStatementTimeoutMs: number;
   dbConnectRetries: number;
   scheduler: SchedulerKind;
+  processes: ProcessSettings;
+  /** Fault injection around the scheduler (`SCHEDULER_CHAOS`); null when off. */
+  schedulerChaos: ChaosOptions | null;
   apiVersion: ApiVersion;
   /** Null when not configured: outside production one is generated and kept in the data directory. */
   secretKey: string | null;
@@ -20,6 +34,16 @@ export interface ServerConfig {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   trustProxy: boolean;
   shutdownTimeoutMs: number;
+  /** The git SSH server's port (`GIT_SSH_PORT`, 0 = any free port); null when it is off. */
+  gitSshPort: number | null;
+  /** The git SSH server's listening address (`GIT_SSH_HOST`, default `HOST`). */
+  gitSshHost: string;
+  /** The router's HTTP port (`ROUTER_PORT`, 0 = any free port); null when it is off. */
+  routerPort: number | null;
+  /** The router's listening address (`ROUTER_HOST`, default `HOST`). */
+  routerHost: string;
+  /** The router's HTTPS port (`ROUTER_TLS_PORT`, 0 = any free port); null when unset. */
+  routerTlsPort: number | null;
   settings: Settings;
 }
 
@@ -62,6 +86,45 @@ function flag(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `must be true or false, got "${value}"`);
 }
 
+/** `SCHEDULER_CHAOS`, e.g. `start=0.2,stop=0.1,run=0.5,seed=42`; unset or empty means off. */
+function chaos(env: Env): ChaosOptions | null {
+  const value = env.SCHEDULER_CHAOS?.trim();
+  if (value === undefined || value === '') return null;
+  try {
+    return parseChaosSpec(value);
+  } catch (error) {
+    throw new ConfigError('SCHEDULER_CHAOS', error instanceof Error ? error.message : String(error));
+  }
+}
+
+/** `GIT_SSH_PORT`: a port (0 = any free one), or `off` to run no git server. */
+function gitSshPort(env: Env): number | null {
+  return text(env, 'GIT_SSH_PORT', '').toLowerCase() === 'off' ? null : integer(env, 'GIT_SSH_PORT', 2222, 0, 65535);
+}
+
+/** `ROUTER_PORT`: default 8080, `off` for no router. */
+function routerPort(env: Env): number | null {
+  return text(env, 'ROUTER_PORT', '').toLowerCase() === 'off' ? null : integer(env, 'ROUTER_PORT', 8080, 0, 65535);
+}
+
+/** `ROUTER_TLS_PORT`: unset (or `off`) for no HTTPS listener. */
+function routerTlsPort(env: Env): number | null {
+  const value = text(env, 'ROUTER_TLS_PORT', '').toLowerCase();
+  return value === '' || value === 'off' ? null : integer(env, 'ROUTER_TLS_PORT', 0, 0, 65535);
+}
+
+/** `PROCESS_PORT_RANGE`: `<from>-<to>`, both ends included. */
+function portRange(env: Env): { from: number; to: number } {
+  const value = text(env, 'PROCESS_PORT_RANGE', '20000-29999');
+  const match = /^([0-9]{1,5})\s*-\s*([0-9]{1,5})$/.exec(value);
+  const from = Number(match?.[1]);
+  const to = Number(match?.[2]);
+  if (!match || from < 1 || to > 65535 || from > to) {
+    throw new ConfigError('PROCESS_PORT_RANGE', `must be two ports from 1 to 65535 such as 20000-29999, got "${value}"`);
+  }
+  return { from, to };
+}
+
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
 
 /**
@@ -96,6 +159,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     runOutputLimitBytes: integer(env, 'RUN_OUTPUT_LIMIT', DEFAULT_SETTINGS.runOutputLimitBytes, 1024, 64 * 1024 * 1024),
     loginFailureLimit: DEFAULT_SETTINGS.loginFailureLimit,
     loginFailureWindowSeconds: DEFAULT_SETTINGS.loginFailureWindowSeconds,
+    buildRetention: integer(env, 'BUILD_RETENTION', DEFAULT_SETTINGS.buildRetention, 1, 1000),
   };
 
   return {
@@ -106,13 +170,24 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 30000, 0, 3600000),
     dbConnectRetries: integer(env, 'DB_CONNECT_RETRIES', 10, 0, 1000),
-    scheduler: oneOf<SchedulerKind>(env, 'SCHEDULER', 'memory', ['memory']),
+    scheduler: oneOf<SchedulerKind>(env, 'SCHEDULER', 'process', ['process', 'memory']),
+    processes: {
+      portRange: portRange(env),
+      healthcheckTimeoutMs: integer(env, 'HEALTHCHECK_TIMEOUT', 30, 1, 3600) * 1000,
+      stopTimeoutMs: integer(env, 'PROCESS_STOP_TIMEOUT_SECONDS', 10, 0, 600) * 1000,
+    },
+    schedulerChaos: chaos(env),
     apiVersion: oneOf<ApiVersion>(env, 'SVC_API_VERSION', '1.7', API_VERSIONS),
     secretKey,
     production,
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
     trustProxy: flag(env, 'TRUST_PROXY', false),
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0, 600000),
+    gitSshPort: gitSshPort(env),
+    gitSshHost: text(env, 'GIT_SSH_HOST', text(env, 'HOST', '127.0.0.1')),
+    routerPort: routerPort(env),
+    routerHost: text(env, 'ROUTER_HOST', text(env, 'HOST', '127.0.0.1')),
+    routerTlsPort: routerTlsPort(env),
     settings,
   };
 }

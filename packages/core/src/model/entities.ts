@@ -69,6 +69,11 @@ export interface Build {
   dockerfile: string;
   procfile: Procfile;
   sha: string;
+  /**
+   * Where the build's files are on the controller's machine (builds from a git push); absent
+   * or null for image builds. Never shown by the API: the scheduler runs the build's commands there.
+   */
+  workdir?: string | null;
   created: Date;
   updated: Date;
 }

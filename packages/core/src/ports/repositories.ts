@@ -42,6 +42,8 @@ export interface UserRepository {
 export interface TokenRepository {
   add(token: Token): Promise<void>;
   findByHash(hash: string): Promise<Token | null>;
+  /** The token with its user, read together: what authenticating a request needs. */
+  findWithUser(hash: string): Promise<{ token: Token; user: User } | null>;
   deleteForUser(username: string): Promise<void>;
   /** Deletes every token of the user except the one with `keepHash`. */
   deleteForUserExcept(username: string, keepHash: string): Promise<void>;

@@ -54,12 +54,25 @@ export interface Scheduler {
   states(ids: string[]): Promise<Map<string, ContainerState>>;
 }
 
+/** Receives the entries appended to an app's log, oldest first; it should return quickly. */
+export type LogListener = (entries: LogEntry[]) => void;
+
 /** Stores the lines of each app's log. */
 export interface LogStore {
   append(app: string, entries: LogEntry[]): Promise<void>;
   /** The last `lines` entries, oldest first. */
   tail(app: string, lines: number): Promise<LogEntry[]>;
   remove(app: string): Promise<void>;
+  /**
+   * Calls `listener` with the entries appended to the app's log after this call, in append
+   * order, until the returned function is called (calling it again does nothing). A store
+   * kept in one process notifies right after each append resolves. A store shared by several
+   * controller processes (a database) must also deliver the lines the other processes append,
+   * e.g. by polling for new rows about once a second while the app has listeners; around the
+   * moment of subscribing it may deliver a line that `tail` also returns, and callers that
+   * combine the two drop that overlap. Entries are the listener's own copies.
+   */
+  subscribe(app: string, listener: LogListener): () => void;
 }
 
 /** An OpenSSH public key as understood by the parser. */

@@ -2,7 +2,8 @@ import { ValidationFailed, type FieldErrors } from '../errors';
 
 /** Collects per-field messages and throws them all at once. */
 export class FieldErrorCollector {
-  private readonly errors: FieldErrors = {};
+  // No prototype: a field named by the client (a process type, say `__proto__`) is just a key.
+  private readonly errors: FieldErrors = Object.create(null) as FieldErrors;
 
   add(field: string, message: string): void {
     (this.errors[field] ??= []).push(message);

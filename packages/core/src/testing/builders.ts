@@ -91,6 +91,7 @@ export function aBuild(overrides: Partial<Build> = {}): Build {
     dockerfile: '',
     procfile: {},
     sha: '',
+    workdir: null,
     created: at(),
     updated: at(),
     ...overrides,

@@ -1,9 +1,11 @@
 import type { LogEntry } from '../model/entities';
-import type { LogStore } from '../ports/services';
+import { LogSubscribers } from '../model/log-subscribers';
+import type { LogListener, LogStore } from '../ports/services';
 
 /** Keeps each app's log lines in memory, optionally capped to the most recent ones. */
 export class InMemoryLogStore implements LogStore {
   private readonly logs = new Map<string, LogEntry[]>();
+  private readonly subscribers = new LogSubscribers();
   private readonly maxEntriesPerApp: number;
 
   constructor(options: { maxEntriesPerApp?: number } = {}) {
@@ -17,6 +19,7 @@ export class InMemoryLogStore implements LogStore {
     log.push(...entries.map(copyEntry));
     if (log.length > this.maxEntriesPerApp) log.splice(0, log.length - this.maxEntriesPerApp);
     this.logs.set(app, log);
+    this.subscribers.notify(app, entries);
   }
 
   /** The last `lines` entries, oldest first; none for an unknown app or a count below 1. */
@@ -29,6 +32,16 @@ export class InMemoryLogStore implements LogStore {
   /** Forgets the app's log. */
   async remove(app: string): Promise<void> {
     this.logs.delete(app);
+  }
+
+  /** Calls `listener` with the entries of every later append to the app, until unsubscribed. */
+  subscribe(app: string, listener: LogListener): () => void {
+    return this.subscribers.add(app, listener);
+  }
+
+  /** How many listeners the app's log has: lets a test see that a reader unsubscribed. */
+  listenerCount(app: string): number {
+    return this.subscribers.count(app);
   }
 
   /** Every stored entry of the app, oldest first. */

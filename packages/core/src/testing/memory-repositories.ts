@@ -150,6 +150,13 @@ class MemoryTokens implements TokenRepository {
     return copyOrNull(this.c.read().tokens.get(hash));
   }
 
+  async findWithUser(hash: string): Promise<{ token: Token; user: User } | null> {
+    const tables = this.c.read();
+    const token = tables.tokens.get(hash);
+    const user = token === undefined ? undefined : tables.users.get(token.username);
+    return token === undefined || user === undefined ? null : { token: deepCopy(token), user: deepCopy(user) };
+  }
+
   async deleteForUser(username: string): Promise<void> {
     this.c.write().tokens.removeWhere((t) => t.username === username);
   }

@@ -1,14 +1,15 @@
 import { AlreadyExists, NotFound, Unavailable, ValidationFailed } from '../errors';
-import type { App, Config, Container, Release } from '../model/entities';
+import type { App, Config, Container, LogEntry, Release } from '../model/entities';
 import type { Page, PageRequest } from '../model/pagination';
 import { assertPageExists, sliceOf } from '../model/pagination';
 import { formatLogLine } from '../model/time';
+import type { Repositories } from '../ports/repositories';
 import type { RunResult } from '../ports/services';
 import { assertValidAppId, generateAppName, isAdmin } from '../rules/apps';
 import { releaseEnvironment } from '../rules/config';
 import { FieldErrorCollector, bodyObject, optionalString, requiredString, toInteger } from '../rules/fields';
 import { loadAdministeredApp, loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
-import { currentReleaseWithBuild } from './deploy';
+import { containerSpec, currentReleaseWithBuild } from './deploy';
 
 /** How many times a generated name is retried before giving up. */
 const NAME_ATTEMPTS = 10;
@@ -118,10 +119,14 @@ export class DeleteApp {
     await this.deps.uow.transaction(async (repos) => {
       const app = await loadAdministeredApp(repos, actor, appId, true);
       const containers = await repos.containers.listForApp(app.id, { includeRun: true });
+      const stopped: Container[] = [];
       for (const container of containers) {
         try {
           await this.deps.scheduler.stop(container.uuid);
+          stopped.push(container);
         } catch (error) {
+          // The app stays, so it must keep serving: bring back what this request stopped.
+          await this.restartStopped(repos, app, [...stopped, container]);
           const reason = error instanceof Error ? error.message : 'unknown error';
           throw new Unavailable('SCHEDULER.FAILED', `The scheduler failed to stop ${app.id} ${container.type}.${container.num}: ${reason}`);
         }
@@ -134,10 +139,35 @@ export class DeleteApp {
       // The app is gone; a log file left behind is harmless and is replaced if the name is reused.
     }
   }
+
+  /** Best effort: starts again the containers (not one-off runs) that the scheduler no longer runs. */
+  private async restartStopped(repos: Repositories, app: App, candidates: Container[]): Promise<void> {
+    const services = candidates.filter((c) => c.type !== 'run');
+    if (services.length === 0) return;
+    try {
+      const live = await this.deps.scheduler.states(services.map((c) => c.uuid));
+      const state = await currentReleaseWithBuild(repos, app.id);
+      for (const container of services) {
+        if (live.has(container.uuid)) continue;
+        const spec = containerSpec(app, state, container.type, container.num, container.uuid);
+        await this.deps.scheduler.start({ ...spec, release: container.release });
+      }
+    } catch {
+      // The 503 stands either way; a container that could not be brought back shows in its state.
+    }
+  }
 }
 
 export const DEFAULT_LOG_LINES = 100;
 export const MAX_LOG_LINES = 10000;
+
+/** How many lines a `log_lines` value asks for: the default when absent, at most MAX_LOG_LINES. */
+function logLinesOf(logLines: unknown): number {
+  if (logLines === undefined) return DEFAULT_LOG_LINES;
+  const parsed = toInteger(logLines);
+  if (parsed === null || parsed < 1) throw ValidationFailed.field('log_lines', 'A valid positive integer is required.');
+  return Math.min(parsed, MAX_LOG_LINES);
+}
 
 /** The last lines of an app's log, formatted `<timestamp> <source>: <message>`. */
 export class GetLogs {
@@ -145,16 +175,122 @@ export class GetLogs {
 
   /** @throws ValidationFailed for a log_lines that is not a positive integer; NotFound, AppNotVisible. */
   async execute(actor: Actor, appId: string, logLines: unknown): Promise<string[]> {
-    let lines = DEFAULT_LOG_LINES;
-    if (logLines !== undefined) {
-      const parsed = toInteger(logLines);
-      if (parsed === null || parsed < 1) throw ValidationFailed.field('log_lines', 'A valid positive integer is required.');
-      lines = Math.min(parsed, MAX_LOG_LINES);
-    }
+    const lines = logLinesOf(logLines);
     const app = await loadVisibleApp(this.deps.uow.repositories, actor, appId);
     const entries = await this.deps.logs.tail(app.id, lines);
     return entries.map(formatLogLine);
   }
+}
+
+/** An app's log being followed: the lines so far, and how to stop hearing of new ones. */
+export interface FollowedLog {
+  /** The last lines (as many as asked for, plus any appended while they were read), oldest first. */
+  lines: string[];
+  /** Stops the delivery of new lines; calling it again does nothing. */
+  unsubscribe(): void;
+}
+
+/**
+ * The last lines of an app's log and then every new line as it is appended, formatted as
+ * GetLogs formats them; who may follow a log is who may read it.
+ */
+export class FollowLogs {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'logs'>) {}
+
+  /**
+   * Reads the last lines and subscribes `listener` to the new ones until `unsubscribe`.
+   * @throws ValidationFailed for a log_lines that is not a positive integer; NotFound, AppNotVisible.
+   */
+  async execute(actor: Actor, appId: string, logLines: unknown, listener: (lines: string[]) => void): Promise<FollowedLog> {
+    const lines = logLinesOf(logLines);
+    const app = await loadVisibleApp(this.deps.uow.repositories, actor, appId);
+
+    // Subscribe before reading the tail, so that no line falls between the two; what both
+    // return is dropped from the subscription's side.
+    let seam: Seam | null = null;
+    const early: LogEntry[] = [];
+    let following = true;
+    const stop = this.deps.logs.subscribe(app.id, (entries) => {
+      if (!following) return;
+      if (seam === null) {
+        early.push(...entries);
+        return;
+      }
+      const fresh = seam.pass(entries);
+      if (fresh.length > 0) listener(fresh.map(formatLogLine));
+    });
+    const unsubscribe = (): void => {
+      following = false;
+      stop();
+    };
+
+    let initial: LogEntry[];
+    try {
+      initial = await this.deps.logs.tail(app.id, lines);
+    } catch (error) {
+      unsubscribe();
+      throw error;
+    }
+    const opened = new Seam(initial);
+    seam = opened;
+    // Lines that arrived while the tail was read go out with it, ahead of any later line.
+    const arrived = opened.pass(early.splice(0));
+    return { lines: [...initial, ...arrived].map(formatLogLine), unsubscribe };
+  }
+}
+
+/**
+ * Drops, from the start of a subscription's stream, the entries that the tail read next to
+ * it already holds: the stream may begin inside the tail (at any of its entries) and from
+ * there repeats it to its end. Entries are compared by time, source and message.
+ */
+class Seam {
+  private tail: LogEntry[];
+  /** The tail position the next repeated entry must match; null before the first entry. */
+  private next: number | null = null;
+
+  constructor(tail: LogEntry[]) {
+    this.tail = tail;
+  }
+
+  /** The entries that are new, in order. */
+  pass(entries: LogEntry[]): LogEntry[] {
+    const fresh: LogEntry[] = [];
+    for (const entry of entries) {
+      if (this.tail.length === 0) {
+        fresh.push(entry);
+      } else if (this.next === null) {
+        const at = lastIndexOfEntry(this.tail, entry);
+        if (at === -1) this.close(fresh, entry);
+        else this.advance(at + 1);
+      } else if (sameEntry(this.tail[this.next], entry)) {
+        this.advance(this.next + 1);
+      } else {
+        this.close(fresh, entry);
+      }
+    }
+    return fresh;
+  }
+
+  private advance(next: number): void {
+    this.next = next;
+    if (next >= this.tail.length) this.tail = [];
+  }
+
+  /** The stream has left the tail: this entry and everything after it are new. */
+  private close(fresh: LogEntry[], entry: LogEntry): void {
+    this.tail = [];
+    fresh.push(entry);
+  }
+}
+
+function sameEntry(a: LogEntry | undefined, b: LogEntry): boolean {
+  return a !== undefined && a.time.getTime() === b.time.getTime() && a.source === b.source && a.message === b.message;
+}
+
+function lastIndexOfEntry(entries: readonly LogEntry[], entry: LogEntry): number {
+  for (let i = entries.length - 1; i >= 0; i--) if (sameEntry(entries[i], entry)) return i;
+  return -1;
 }
 
 /** Runs a one-off command on the current release and waits for it. */
@@ -184,7 +320,7 @@ export class RunCommand {
         app: app.id,
         release: state.release.version,
         image: state.build.image,
-        workdir: null,
+        workdir: state.build.workdir ?? null,
         command: command!,
         env: releaseEnvironment(state.config.values, app.id, state.release.version),
         timeoutSeconds: this.deps.settings.runTimeoutSeconds,

@@ -20,8 +20,8 @@ import { requireAdmin, type Actor, type CoreDependencies } from './context';
 
 /** The answer to a failed login, the same for an unknown user and a wrong password. */
 export const INVALID_CREDENTIALS = 'Unable to log in with provided credentials.';
-/** A random hash to verify against when the user does not exist, so both cases take as long. */
-const TIMING_DECOY = 'decoy';
+/** The password hashed once per Login to verify against when the user does not exist. */
+const TIMING_DECOY = 'timing decoy: no account has this password hash';
 
 async function mintToken(
   deps: Pick<CoreDependencies, 'tokens' | 'clock' | 'settings'>,
@@ -51,20 +51,24 @@ export class RegisterUser {
   constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords' | 'clock' | 'settings'>) {}
 
   /**
-   * @throws Forbidden when registration is disabled, or admin-only and the caller is not an administrator.
+   * @throws Forbidden when registration is disabled, or admin-only and the caller is not an
+   *   administrator (while no administrator exists, admin-only lets the first one register).
    * @throws ValidationFailed on invalid fields; AlreadyExists('username').
    */
   async execute(body: unknown, caller: Actor | null): Promise<User> {
     const mode = this.deps.settings.registrationMode;
     if (mode === 'disabled') throw new Forbidden('Registration is disabled', 'AUTH.REGISTRATION_DISABLED');
-    if (mode === 'admin_only' && !(caller && isAdmin(caller.user))) {
-      throw new Forbidden('Only administrators can register users', 'AUTH.REGISTRATION_ADMIN_ONLY');
-    }
+    const needsAdmin = mode === 'admin_only' && !(caller && isAdmin(caller.user));
+    const adminOnly = () => new Forbidden('Only administrators can register users', 'AUTH.REGISTRATION_ADMIN_ONLY');
+    if (needsAdmin && (await this.deps.uow.repositories.users.countAdmins()) > 0) throw adminOnly();
     const registration = parseRegistration(bodyObject(body));
     const passwordHash = await this.deps.passwords.hash(registration.password);
     return this.deps.uow.transaction(async (repos) => {
-      if (await repos.users.findByUsername(registration.username)) throw new AlreadyExists('username');
       const firstAdmin = (await repos.users.countAdmins()) === 0;
+      // With no administrator yet, admin-only registration lets the first one in: otherwise
+      // a new installation could never get one.
+      if (needsAdmin && !firstAdmin) throw adminOnly();
+      if (await repos.users.findByUsername(registration.username)) throw new AlreadyExists('username');
       return repos.users.create({
         username: registration.username,
         email: registration.email,
@@ -83,6 +87,9 @@ export class RegisterUser {
 
 /** Exchanges a username and password for a new token, with per-username throttling of failures. */
 export class Login {
+  /** A real hash of the hasher in use: verifying against it costs what verifying a user's does. */
+  private decoyHash: Promise<string> | null = null;
+
   constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords' | 'tokens' | 'clock' | 'settings'>) {}
 
   /**
@@ -108,7 +115,10 @@ export class Login {
     }
 
     const user = await uow.repositories.users.findByUsername(username!);
-    const matches = await this.deps.passwords.verify(password!, user?.passwordHash ?? TIMING_DECOY);
+    // An unknown user costs a full verification too, so timing does not tell who has an account.
+    const hash = user?.passwordHash ?? (await (this.decoyHash ??= this.deps.passwords.hash(TIMING_DECOY)));
+    const verified = await this.deps.passwords.verify(password!, hash);
+    const matches = user !== null && verified;
     if (!user || !matches || !user.isActive) {
       await uow.repositories.loginFailures.record(username!, now);
       throw new ValidationFailed({ non_field_errors: [INVALID_CREDENTIALS] });
@@ -129,13 +139,12 @@ export class Authenticate {
   async execute(token: string): Promise<Actor> {
     if (!/^[0-9a-f]{40}$/.test(token)) throw new NotAuthenticated();
     const hash = this.deps.tokens.hash(token);
-    const repos = this.deps.uow.repositories;
-    const stored = await repos.tokens.findByHash(hash);
-    if (!stored || (stored.expires && stored.expires.getTime() <= this.deps.clock.now().getTime())) {
-      throw new NotAuthenticated();
-    }
-    const user = await repos.users.findByUsername(stored.username);
-    if (!user || !user.isActive) throw new NotAuthenticated();
+    // One lookup for the token and its user: every authenticated request makes it.
+    const found = await this.deps.uow.repositories.tokens.findWithUser(hash);
+    if (!found) throw new NotAuthenticated();
+    const { token: stored, user } = found;
+    if (stored.expires && stored.expires.getTime() <= this.deps.clock.now().getTime()) throw new NotAuthenticated();
+    if (!user.isActive) throw new NotAuthenticated();
     return { user, tokenHash: hash };
   }
 }

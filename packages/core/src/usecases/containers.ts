@@ -1,4 +1,4 @@
-import { NotFound, RequestRejected, Unavailable, ValidationFailed } from '../errors';
+import { NoBuild, NotFound, RequestRejected, Unavailable, ValidationFailed } from '../errors';
 import type { Container, Structure } from '../model/entities';
 import type { Page, PageRequest } from '../model/pagination';
 import { assertPageExists, sliceOf } from '../model/pagination';
@@ -143,4 +143,82 @@ export class RestartContainers {
     }
     return chosen;
   }
+}
+
+/** How many apps RestoreContainers reads at a time. */
+export const RESTORE_PAGE_SIZE = 100;
+
+/** The source of the lines RestoreContainers writes to an app's log. */
+const RESTORE_LOG_SOURCE = 'svc[scheduler]';
+
+/**
+ * Brings every app back to its recorded containers, e.g. when the controller starts with a
+ * scheduler that has forgotten them.
+ */
+export class RestoreContainers {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'scheduler' | 'clock' | 'logs'>) {}
+
+  /**
+   * For every app: deletes the leftover records of one-off `run` containers and starts each
+   * other recorded container on the app's current release, with its recorded id, type and
+   * number, recording the state the scheduler reports. A container that fails to start is
+   * recorded `error` and the reason is written to the app's log; nothing is thrown for it.
+   */
+  async execute(): Promise<{ restored: number }> {
+    let restored = 0;
+    for (let offset = 0; ; offset += RESTORE_PAGE_SIZE) {
+      const page = await this.deps.uow.repositories.apps.listVisibleTo(null, { offset, limit: RESTORE_PAGE_SIZE });
+      for (const app of page.items) restored += await this.restoreApp(app.id);
+      if (page.items.length < RESTORE_PAGE_SIZE || offset + RESTORE_PAGE_SIZE >= page.count) break;
+    }
+    return { restored };
+  }
+
+  private async restoreApp(appId: string): Promise<number> {
+    let restored = 0;
+    let failures: string[] = [];
+    try {
+      await this.deps.uow.transaction(async (repos) => {
+        // A retried transaction starts over; the scheduler restarts ids it already runs.
+        restored = 0;
+        failures = [];
+        const app = await repos.apps.lockById(appId);
+        if (!app) return;
+        const containers = await repos.containers.listForApp(app.id, { includeRun: true });
+        // A one-off command does not outlive the controller that waited for it.
+        for (const run of containers.filter((c) => c.type === 'run')) await repos.containers.delete(run.uuid);
+        const recorded = containers.filter((c) => c.type !== 'run');
+        if (recorded.length === 0) return;
+        let state;
+        try {
+          state = await currentReleaseWithBuild(repos, app.id);
+        } catch (error) {
+          if (!(error instanceof NoBuild)) throw error;
+          failures.push('failed to restore containers: the current release has no build');
+          for (const container of recorded) await repos.containers.updateState(container.uuid, 'error', this.deps.clock.now());
+          return;
+        }
+        for (const container of recorded) {
+          const spec = containerSpec(app, state, container.type, container.num, container.uuid);
+          let containerState: Container['state'];
+          try {
+            containerState = await this.deps.scheduler.start(spec);
+            restored++;
+          } catch (error) {
+            containerState = 'error';
+            failures.push(`failed to restore ${container.type}.${container.num}: ${reasonOf(error)}`);
+          }
+          await repos.containers.updateState(container.uuid, containerState, this.deps.clock.now());
+        }
+      });
+    } catch (error) {
+      failures.push(`failed to restore containers: ${reasonOf(error)}`);
+    }
+    for (const failure of failures) await logEvent(this.deps, appId, failure, RESTORE_LOG_SOURCE);
+    return restored;
+  }
+}
+
+function reasonOf(error: unknown): string {
+  return error instanceof Error && error.message ? error.message : 'unknown error';
 }

@@ -30,6 +30,8 @@ export interface Settings {
   runOutputLimitBytes: number;
   loginFailureLimit: number;
   loginFailureWindowSeconds: number;
+  /** How many of an app's most recently released builds keep their source, so that they can be rolled back to. */
+  buildRetention: number;
 }
 
 /** The defaults SPEC.md gives for every setting. */
@@ -43,6 +45,7 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
   runOutputLimitBytes: 1024 * 1024,
   loginFailureLimit: 10,
   loginFailureWindowSeconds: 15 * 60,
+  buildRetention: 10,
 });
 
 /** Every port the use cases need. Each use case takes only the ones it uses. */
@@ -74,6 +77,8 @@ export interface Actor {
 export async function loadVisibleApp(repos: Repositories, actor: Actor, appId: string, lock = false): Promise<App> {
   const app = lock ? await repos.apps.lockById(appId) : await repos.apps.findById(appId);
   if (!app) throw new NotFound('APP.NOT_FOUND');
+  // The owner and administrators see it whoever the collaborators are: only others need the lookup.
+  if (canAdministerApp(app, actor.user)) return app;
   if (!canSeeApp(app, actor.user, await repos.permissions.has(app.id, actor.user.username))) {
     throw new AppNotVisible();
   }

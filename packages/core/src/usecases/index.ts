@@ -1,4 +1,4 @@
-import { CreateApp, DeleteApp, GetApp, GetLogs, ListApps, RunCommand, UpdateApp } from './apps';
+import { CreateApp, DeleteApp, FollowLogs, GetApp, GetLogs, ListApps, RunCommand, UpdateApp } from './apps';
 import {
   Authenticate,
   CancelAccount,
@@ -11,9 +11,9 @@ import {
   RegisterUser,
   RevokeAdmin,
 } from './auth';
-import { ListContainers, RestartContainers, ScaleApp } from './containers';
+import { ListContainers, RestartContainers, RestoreContainers, ScaleApp } from './containers';
 import type { CoreDependencies } from './context';
-import { CreateBuild, GetConfig, GetRelease, ListBuilds, ListReleases, Rollback, SetConfig } from './releases';
+import { CreateBuild, DeploySource, GetConfig, GetRelease, ListBuilds, ListReleases, Rollback, SetConfig } from './releases';
 import {
   AddCertificate,
   AddDomain,
@@ -29,6 +29,7 @@ import {
   RemoveKey,
   RevokePermission,
 } from './resources';
+import { AuthenticateKey, AuthorizeGitAccess, ListRetainedWorkdirs } from './sources';
 
 export * from './apps';
 export * from './auth';
@@ -37,6 +38,7 @@ export * from './context';
 export * from './deploy';
 export * from './releases';
 export * from './resources';
+export * from './sources';
 
 /** Every use case of the controller, by name. */
 export const USE_CASES = {
@@ -56,10 +58,12 @@ export const USE_CASES = {
   updateApp: UpdateApp,
   deleteApp: DeleteApp,
   getLogs: GetLogs,
+  followLogs: FollowLogs,
   runCommand: RunCommand,
   listContainers: ListContainers,
   scaleApp: ScaleApp,
   restartContainers: RestartContainers,
+  restoreContainers: RestoreContainers,
   getConfig: GetConfig,
   setConfig: SetConfig,
   listBuilds: ListBuilds,
@@ -80,6 +84,10 @@ export const USE_CASES = {
   getCertificate: GetCertificate,
   addCertificate: AddCertificate,
   removeCertificate: RemoveCertificate,
+  authenticateKey: AuthenticateKey,
+  authorizeGitAccess: AuthorizeGitAccess,
+  deploySource: DeploySource,
+  listRetainedWorkdirs: ListRetainedWorkdirs,
 } as const;
 
 /** The use cases, instantiated. */

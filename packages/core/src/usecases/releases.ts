@@ -6,8 +6,10 @@ import type { Repositories } from '../ports/repositories';
 import { describeConfigChange, mergeConfig, parseConfigChanges, PROCESS_TYPE_PATTERN } from '../rules/config';
 import { FieldErrorCollector, bodyObject, isPlainObject, optionalString, requiredString, toInteger } from '../rules/fields';
 import { describeDeploy, structureForBuild } from '../rules/releases';
+import { planSourceBuild, type SourceFiles } from '../rules/sources';
 import { loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
 import { currentRelease, deployRelease, releaseState, withRollout, type ReleaseState } from './deploy';
+import { keyActor, retainedBuilds, userOfKey } from './sources';
 
 type ReleaseDeps = Pick<CoreDependencies, 'uow' | 'scheduler' | 'ids' | 'clock' | 'logs'>;
 
@@ -143,7 +145,41 @@ export class CreateBuild {
     const fields = parseBuild(body);
     return publishRelease(this.deps, actor, appId, async (repos, current, app) => {
       const now = this.deps.clock.now();
-      const build: Build = { uuid: this.deps.ids.uuid(), app: app.id, owner: actor.user.username, ...fields, created: now, updated: now };
+      const build: Build = {
+        uuid: this.deps.ids.uuid(), app: app.id, owner: actor.user.username, ...fields, workdir: null, created: now, updated: now,
+      };
+      await repos.builds.create(build);
+      return { config: current.config, build, summary: describeDeploy(build) };
+    });
+  }
+}
+
+/** A commit pushed to an app's repository, with the files that decide how it runs. */
+export interface PushedSource extends SourceFiles {
+  /** The full commit id. */
+  sha: string;
+  /** Where the commit is checked out on the controller's machine; the build's processes run there. */
+  workdir: string;
+}
+
+/** Builds a pushed commit and releases it onto the current config, acting as the holder of the SSH key that pushed it. */
+export class DeploySource {
+  constructor(private readonly deps: ReleaseDeps) {}
+
+  /**
+   * @throws NotAuthenticated when the key is no longer registered; RequestRejected
+   *   `BUILD.NOTHING_TO_RUN` without a Procfile and a Dockerfile; ValidationFailed (procfile,
+   *   dockerfile, sha, workdir); NotFound, AppNotVisible; Unavailable (scheduler).
+   */
+  async execute(fingerprint: string, appId: string, source: PushedSource): Promise<PublishedRelease & { build: Build }> {
+    const plan = planSourceBuild(appId, source.sha, source);
+    if (source.workdir.trim() === '') throw ValidationFailed.field('workdir', 'A source build needs the directory it is checked out in.');
+    const actor = keyActor(await userOfKey(this.deps.uow.repositories, fingerprint));
+    return publishRelease(this.deps, actor, appId, async (repos, current, app) => {
+      const now = this.deps.clock.now();
+      const build: Build = {
+        uuid: this.deps.ids.uuid(), app: app.id, owner: actor.user.username, ...plan, workdir: source.workdir, created: now, updated: now,
+      };
       await repos.builds.create(build);
       return { config: current.config, build, summary: describeDeploy(build) };
     });
@@ -152,11 +188,12 @@ export class CreateBuild {
 
 /** Makes a new release from an earlier one's build and config. */
 export class Rollback {
-  constructor(private readonly deps: ReleaseDeps) {}
+  constructor(private readonly deps: ReleaseDeps & Pick<CoreDependencies, 'settings'>) {}
 
   /**
    * Without a version, rolls back to the release before the current one.
-   * @throws ValidationFailed for a version that is not an integer; RequestRejected below 1;
+   * @throws ValidationFailed for a version that is not an integer; RequestRejected below 1,
+   *   or `RELEASE.SOURCE_REMOVED` for a pushed build whose source is no longer kept;
    *   NotFound for a version that does not exist; Unavailable (scheduler).
    */
   async execute(actor: Actor, appId: string, body: unknown): Promise<PublishedRelease> {
@@ -169,9 +206,18 @@ export class Rollback {
     return publishRelease(this.deps, actor, appId, async (repos, current) => {
       const version = requested ?? current.release.version - 1;
       if (version < 1) throw new RequestRejected('RELEASE.VERSION_BELOW_ONE', 'version cannot be below 1');
-      const target = await repos.releases.findByVersion(current.release.app, version);
+      // Versions run from 1 to the current one without gaps: a later one cannot exist, and
+      // asking storage for it could overflow its integer column.
+      const target = version > current.release.version ? null : await repos.releases.findByVersion(current.release.app, version);
       if (!target) throw new NotFound('RELEASE.NOT_FOUND', `Release v${version} not found.`);
       const state = await releaseState(repos, target);
+      const retention = this.deps.settings.buildRetention;
+      if (state.build?.workdir && !(await retainedBuilds(repos, target.app, retention)).has(state.build.uuid)) {
+        throw new RequestRejected(
+          'RELEASE.SOURCE_REMOVED',
+          `Release v${version} can no longer be rolled back to: only the last ${retention} builds keep their source.`,
+        );
+      }
       return { config: state.config, build: state.build, summary: `rolled back to v${version}` };
     });
   }

@@ -1,5 +1,6 @@
-import type { Request } from 'express';
-import type { Actor, RestartTarget } from '@svc/core';
+import type { Request, Response } from 'express';
+import type { Actor, FollowedLog, RestartTarget } from '@svc/core';
+import { BoundedLineWriter, followRequested } from '../follow';
 import { authed, type Call, type Route, type RouteContext } from '../routing';
 import { envelope, pageRequestOf } from '../pagination';
 import { AppPath, ContainerPath, ContainerTypePath, pathParams } from '../params';
@@ -22,8 +23,54 @@ function restartTarget(req: Request): { id: string; target: RestartTarget } {
   return { id: pathParams(AppPath, req).id, target: {} };
 }
 
+/**
+ * Streams the last lines and then every new line as chunked `text/plain` (at every API
+ * version), until the client disconnects or the server shuts down.
+ */
+async function followLogs(context: RouteContext, res: Response, actor: Actor, id: string, logLines: unknown): Promise<void> {
+  let gone = false;
+  const pending: string[][] = [];
+  let writer: BoundedLineWriter | null = null;
+  let followed: FollowedLog | null = null;
+  const end = (): void => {
+    if (gone) return;
+    gone = true;
+    writer?.close();
+    followed?.unsubscribe();
+    context.shutdown?.removeEventListener('abort', finish);
+  };
+  const finish = (): void => {
+    end();
+    res.end();
+  };
+  res.once('close', end);
+
+  followed = await context.useCases.followLogs.execute(actor, id, logLines, (lines) => {
+    // Lines may come before the first ones are written: they wait their turn.
+    if (writer === null) pending.push(lines);
+    else writer.write(lines);
+  });
+  if (gone || context.shutdown?.aborted === true) {
+    finish();
+    return;
+  }
+  context.shutdown?.addEventListener('abort', finish, { once: true });
+
+  res.status(200);
+  res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-cache');
+  // Reverse proxies that buffer responses would hold the lines back.
+  res.setHeader('X-Accel-Buffering', 'no');
+  res.flushHeaders();
+  const opened = new BoundedLineWriter(res, context.followBufferBytes);
+  writer = opened;
+  opened.write(followed.lines);
+  for (const lines of pending.splice(0)) opened.write(lines);
+}
+
 /** Applications, their logs and one-off runs, containers and scaling. */
-export function appRoutes({ useCases, platformDomain }: RouteContext): Route[] {
+export function appRoutes(context: RouteContext): Route[] {
+  const { useCases, platformDomain } = context;
   const restart = async ({ req, res, actor }: Call<Actor>): Promise<void> => {
     const { id, target } = restartTarget(req);
     const containers = await useCases.restartContainers.execute(actor, id, target);
@@ -59,7 +106,12 @@ export function appRoutes({ useCases, platformDomain }: RouteContext): Route[] {
     }),
     authed('get', '/v1/apps/:id/logs', async ({ req, res, actor, policy }) => {
       const { id } = pathParams(AppPath, req);
-      const logLines = policy.honoursLogLines ? (req.query as Record<string, unknown>).log_lines : undefined;
+      const query = req.query as Record<string, unknown>;
+      const logLines = policy.honoursLogLines ? query.log_lines : undefined;
+      if (followRequested(query.follow)) {
+        await followLogs(context, res, actor, id, logLines);
+        return;
+      }
       const text = logText(await useCases.getLogs.execute(actor, id, logLines));
       if (policy.logsBody === 'text') res.status(200).type('text/plain; charset=utf-8').send(text);
       else res.status(200).json(text);

@@ -2,8 +2,12 @@ import type { MigrationInterface } from 'typeorm';
 import type { Dialect } from '../dialect';
 import { InitialSchemaPostgres1763712000000 } from './postgres/1763712000000-initial-schema';
 import { SharedStatePostgres1763798400000 } from './postgres/1763798400000-shared-state';
+import { BuildWorkdirPostgres1763884800000 } from './postgres/1763884800000-build-workdir';
+import { ListCountsPostgres1763990000000 } from './postgres/1763990000000-list-counts';
 import { InitialSchemaSqlite1763712000000 } from './sqlite/1763712000000-initial-schema';
 import { SharedStateSqlite1763798400000 } from './sqlite/1763798400000-shared-state';
+import { BuildWorkdirSqlite1763884800000 } from './sqlite/1763884800000-build-workdir';
+import { ListCountsSqlite1763990000000 } from './sqlite/1763990000000-list-counts';
 
 type MigrationClass = new () => MigrationInterface;
 
@@ -12,8 +16,18 @@ type MigrationClass = new () => MigrationInterface;
  * the schema is a new migration, added to both lists under the same name.
  */
 const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
-  sqlite: [InitialSchemaSqlite1763712000000, SharedStateSqlite1763798400000],
-  postgres: [InitialSchemaPostgres1763712000000, SharedStatePostgres1763798400000],
+  sqlite: [
+    InitialSchemaSqlite1763712000000,
+    SharedStateSqlite1763798400000,
+    BuildWorkdirSqlite1763884800000,
+    ListCountsSqlite1763990000000,
+  ],
+  postgres: [
+    InitialSchemaPostgres1763712000000,
+    SharedStatePostgres1763798400000,
+    BuildWorkdirPostgres1763884800000,
+    ListCountsPostgres1763990000000,
+  ],
 };
 
 /** The migrations of `dialect`, oldest first. */

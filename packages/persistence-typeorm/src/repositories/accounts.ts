@@ -8,23 +8,38 @@ import type {
   User,
   UserRepository,
 } from '@svc/core';
-import { MoreThanOrEqual, Not } from 'typeorm';
+import { Not } from 'typeorm';
 import { translateUniqueViolation } from '../constraints';
-import { fromToken, fromUser, toToken, toUser } from '../mapping';
+import { fromUser, toToken, toUser } from '../mapping';
+import { qualified, tokenRowOf, userRowOf, TOKEN_COLUMNS, USER_COLUMNS, type RawRow } from '../rows';
 import type { Session } from '../session';
+import { ManagerRunner, readInstant, statement, writeBoolean, writeInstant, writeOptionalInstant } from '../sql';
 
 /** An arbitrary constant: the advisory lock that serialises transactions counting administrators. */
 const ADMIN_COUNT_LOCK_KEY = 7_346_215_901;
+
+const FIND_USER = statement(`SELECT ${USER_COLUMNS} FROM "users" WHERE "username" = ?`);
+const UPDATE_USER = statement(
+  'UPDATE "users" SET "email" = ?, "first_name" = ?, "last_name" = ?, "password_hash" = ?, "is_superuser" = ?, "is_staff" = ?, ' +
+    '"is_active" = ?, "last_login" = ?, "date_joined" = ? WHERE "username" = ?',
+);
+const INSERT_TOKEN = statement(`INSERT INTO "tokens" (${TOKEN_COLUMNS}) VALUES (?, ?, ?, ?)`);
+const FIND_TOKEN = statement(`SELECT ${TOKEN_COLUMNS} FROM "tokens" WHERE "hash" = ?`);
+// The token's columns under other names, so that they do not collide with the user's.
+const FIND_TOKEN_WITH_USER = statement(
+  `SELECT t."hash" AS "token_hash", t."created" AS "token_created", t."expires" AS "token_expires", ${qualified('u', USER_COLUMNS)} ` +
+    'FROM "tokens" t JOIN "users" u ON u."username" = t."username" WHERE t."hash" = ?',
+);
+const FAILURES_SINCE = statement('SELECT "at" FROM "login_failures" WHERE "username" = ? AND "at" >= ? ORDER BY "at" ASC, "id" ASC');
+const CLEAR_FAILURES = statement('DELETE FROM "login_failures" WHERE "username" = ?');
 
 /** UserRepository on TypeORM. */
 export class TypeOrmUserRepository implements UserRepository {
   constructor(private readonly session: Session) {}
 
-  findByUsername(username: string): Promise<User | null> {
-    return this.session.read(async (manager) => {
-      const row = await manager.findOneBy(this.session.schemas.users, { username });
-      return row === null ? null : toUser(row);
-    });
+  async findByUsername(username: string): Promise<User | null> {
+    const [raw] = await this.session.rows<RawRow>(FIND_USER, [username]);
+    return raw === undefined ? null : toUser(userRowOf(raw));
   }
 
   create(user: NewUser): Promise<User> {
@@ -42,8 +57,22 @@ export class TypeOrmUserRepository implements UserRepository {
 
   async update(user: User): Promise<void> {
     // The username is immutable: other tables refer to users by it.
-    const { username, ...changes } = fromUser(user);
-    await this.session.write((manager) => manager.update(this.session.schemas.users, { username }, changes));
+    const { dialect } = this.session;
+    const row = fromUser(user);
+    await this.session.write((manager) =>
+      new ManagerRunner(dialect, manager).run(UPDATE_USER, [
+        row.email,
+        row.first_name,
+        row.last_name,
+        row.password_hash,
+        writeBoolean(dialect, row.is_superuser),
+        writeBoolean(dialect, row.is_staff),
+        writeBoolean(dialect, row.is_active),
+        writeOptionalInstant(dialect, row.last_login),
+        writeInstant(dialect, row.date_joined),
+        row.username,
+      ]),
+    );
   }
 
   async delete(username: string): Promise<void> {
@@ -95,14 +124,28 @@ export class TypeOrmTokenRepository implements TokenRepository {
   constructor(private readonly session: Session) {}
 
   async add(token: Token): Promise<void> {
-    await this.session.write((manager) => manager.insert(this.session.schemas.tokens, fromToken(token)));
+    const { dialect } = this.session;
+    await this.session.write((manager) =>
+      new ManagerRunner(dialect, manager).run(INSERT_TOKEN, [
+        token.hash,
+        token.username,
+        writeInstant(dialect, token.created),
+        writeOptionalInstant(dialect, token.expires),
+      ]),
+    );
   }
 
-  findByHash(hash: string): Promise<Token | null> {
-    return this.session.read(async (manager) => {
-      const row = await manager.findOneBy(this.session.schemas.tokens, { hash });
-      return row === null ? null : toToken(row);
-    });
+  async findByHash(hash: string): Promise<Token | null> {
+    const [raw] = await this.session.rows<RawRow>(FIND_TOKEN, [hash]);
+    return raw === undefined ? null : toToken(tokenRowOf(raw));
+  }
+
+  async findWithUser(hash: string): Promise<{ token: Token; user: User } | null> {
+    const [raw] = await this.session.rows<RawRow>(FIND_TOKEN_WITH_USER, [hash]);
+    if (raw === undefined) return null;
+    const user = toUser(userRowOf(raw));
+    const token = toToken(tokenRowOf({ hash: raw.token_hash, username: user.username, created: raw.token_created, expires: raw.token_expires }));
+    return { token, user };
   }
 
   async deleteForUser(username: string): Promise<void> {
@@ -132,17 +175,12 @@ export class TypeOrmLoginFailureRepository implements LoginFailureRepository {
     );
   }
 
-  since(username: string, since: Date): Promise<Date[]> {
-    return this.session.read(async (manager) => {
-      const rows = await manager.find(this.session.schemas.loginFailures, {
-        where: { username, at: MoreThanOrEqual(since) },
-        order: { at: 'ASC', id: 'ASC' },
-      });
-      return rows.map((row) => new Date(row.at.getTime()));
-    });
+  async since(username: string, since: Date): Promise<Date[]> {
+    const rows = await this.session.rows<RawRow>(FAILURES_SINCE, [username, writeInstant(this.session.dialect, since)]);
+    return rows.map((row) => new Date(readInstant(row.at).getTime()));
   }
 
   async clear(username: string): Promise<void> {
-    await this.session.write((manager) => manager.delete(this.session.schemas.loginFailures, { username }));
+    await this.session.write((manager) => new ManagerRunner(this.session.dialect, manager).run(CLEAR_FAILURES, [username]));
   }
 }

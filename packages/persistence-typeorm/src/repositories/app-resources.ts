@@ -29,22 +29,51 @@ import {
   toDomain,
   toRelease,
 } from '../mapping';
+import { configRowOf, containerRowOf, countOf, releaseRowOf, CONFIG_COLUMNS, CONTAINER_COLUMNS, RELEASE_COLUMNS, type RawRow } from '../rows';
 import type { ContainerRow } from '../schema';
 import type { Session } from '../session';
+import { ManagerRunner, statement, writeInstant, writeJson } from '../sql';
+
+const INSERT_CONFIG = statement(`INSERT INTO "configs" (${CONFIG_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+const FIND_CONFIG = statement(`SELECT ${CONFIG_COLUMNS} FROM "configs" WHERE "uuid" = ?`);
+const INSERT_RELEASE = statement(`INSERT INTO "releases" (${RELEASE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+const FIND_RELEASE = statement(`SELECT ${RELEASE_COLUMNS} FROM "releases" WHERE "app" = ? AND "version" = ?`);
+const LATEST_RELEASE = statement(`SELECT ${RELEASE_COLUMNS} FROM "releases" WHERE "app" = ? ORDER BY "version" DESC LIMIT 1`);
+const PAGE_OF_RELEASES = statement(`SELECT ${RELEASE_COLUMNS} FROM "releases" WHERE "app" = ? ORDER BY "version" DESC LIMIT ? OFFSET ?`);
+// Totals kept by triggers (migration ListCounts): counting the rows would cost every row.
+const COUNT_RELEASES = statement('SELECT "releases" AS "n" FROM "app_list_counts" WHERE "app" = ?');
+const COUNT_BUILDS = statement('SELECT "builds" AS "n" FROM "app_list_counts" WHERE "app" = ?');
+const CONTAINERS_OF_APP = {
+  all: statement(`SELECT ${CONTAINER_COLUMNS} FROM "containers" WHERE "app" = ? ORDER BY "created", "type", "num", "uuid"`),
+  ofType: statement(`SELECT ${CONTAINER_COLUMNS} FROM "containers" WHERE "app" = ? AND "type" = ? ORDER BY "created", "type", "num", "uuid"`),
+  notRun: statement(`SELECT ${CONTAINER_COLUMNS} FROM "containers" WHERE "app" = ? AND "type" <> ? ORDER BY "created", "type", "num", "uuid"`),
+};
 
 /** ConfigRepository on TypeORM. */
 export class TypeOrmConfigRepository implements ConfigRepository {
   constructor(private readonly session: Session) {}
 
   async create(config: Config): Promise<void> {
-    await this.session.write((manager) => manager.insert(this.session.schemas.configs, fromConfig(config)));
+    const { dialect } = this.session;
+    const row = fromConfig(config);
+    await this.session.write((manager) =>
+      new ManagerRunner(dialect, manager).run(INSERT_CONFIG, [
+        row.uuid,
+        row.app,
+        row.owner,
+        writeJson(row.values),
+        writeJson(row.memory),
+        writeJson(row.cpu),
+        writeJson(row.tags),
+        writeInstant(dialect, row.created),
+        writeInstant(dialect, row.updated),
+      ]),
+    );
   }
 
-  findByUuid(uuid: string): Promise<Config | null> {
-    return this.session.read(async (manager) => {
-      const row = await manager.findOneBy(this.session.schemas.configs, { uuid });
-      return row === null ? null : toConfig(row);
-    });
+  async findByUuid(uuid: string): Promise<Config | null> {
+    const [raw] = await this.session.rows<RawRow>(FIND_CONFIG, [uuid]);
+    return raw === undefined ? null : toConfig(configRowOf(raw));
   }
 }
 
@@ -63,17 +92,20 @@ export class TypeOrmBuildRepository implements BuildRepository {
     });
   }
 
-  listForApp(app: string, slice: Slice): Promise<Page<Build>> {
-    return this.session.read(async (manager) => {
-      const [rows, count] = await manager.findAndCount(this.session.schemas.builds, {
-        where: { app },
-        // The uuid breaks ties so that pages never overlap.
-        order: { created: 'DESC', uuid: 'DESC' },
-        skip: slice.offset,
-        take: slice.limit,
-      });
-      return { count, items: rows.map(toBuild) };
-    });
+  async listForApp(app: string, slice: Slice): Promise<Page<Build>> {
+    const [rows, counted] = await Promise.all([
+      this.session.read((manager) =>
+        manager.find(this.session.schemas.builds, {
+          where: { app },
+          // The uuid breaks ties so that pages never overlap.
+          order: { created: 'DESC', uuid: 'DESC' },
+          skip: slice.offset,
+          take: slice.limit,
+        }),
+      ),
+      this.session.rows<RawRow>(COUNT_BUILDS, [app]),
+    ]);
+    return { count: countOf(counted), items: rows.map(toBuild) };
   }
 }
 
@@ -82,9 +114,21 @@ export class TypeOrmReleaseRepository implements ReleaseRepository {
   constructor(private readonly session: Session) {}
 
   async create(release: Release): Promise<void> {
+    const { dialect } = this.session;
+    const row = fromRelease(release);
     await this.session.guarded(async (manager) => {
       try {
-        await manager.insert(this.session.schemas.releases, fromRelease(release));
+        await new ManagerRunner(dialect, manager).run(INSERT_RELEASE, [
+          row.uuid,
+          row.app,
+          row.owner,
+          row.version,
+          row.build,
+          row.config,
+          row.summary,
+          writeInstant(dialect, row.created),
+          writeInstant(dialect, row.updated),
+        ]);
       } catch (error) {
         if (violatedUniqueConstraint(error) === RELEASE_VERSION_CONSTRAINT) {
           throw new ReleaseVersionTaken(release.app, release.version);
@@ -94,30 +138,22 @@ export class TypeOrmReleaseRepository implements ReleaseRepository {
     });
   }
 
-  findByVersion(app: string, version: number): Promise<Release | null> {
-    return this.session.read(async (manager) => {
-      const row = await manager.findOneBy(this.session.schemas.releases, { app, version });
-      return row === null ? null : toRelease(row);
-    });
+  async findByVersion(app: string, version: number): Promise<Release | null> {
+    const [raw] = await this.session.rows<RawRow>(FIND_RELEASE, [app, version]);
+    return raw === undefined ? null : toRelease(releaseRowOf(raw));
   }
 
-  latest(app: string): Promise<Release | null> {
-    return this.session.read(async (manager) => {
-      const row = await manager.findOne(this.session.schemas.releases, { where: { app }, order: { version: 'DESC' } });
-      return row === null ? null : toRelease(row);
-    });
+  async latest(app: string): Promise<Release | null> {
+    const [raw] = await this.session.rows<RawRow>(LATEST_RELEASE, [app]);
+    return raw === undefined ? null : toRelease(releaseRowOf(raw));
   }
 
-  listForApp(app: string, slice: Slice): Promise<Page<Release>> {
-    return this.session.read(async (manager) => {
-      const [rows, count] = await manager.findAndCount(this.session.schemas.releases, {
-        where: { app },
-        order: { version: 'DESC' },
-        skip: slice.offset,
-        take: slice.limit,
-      });
-      return { count, items: rows.map(toRelease) };
-    });
+  async listForApp(app: string, slice: Slice): Promise<Page<Release>> {
+    const [rows, counted] = await Promise.all([
+      this.session.rows<RawRow>(PAGE_OF_RELEASES, [app, slice.limit, slice.offset]),
+      this.session.rows<RawRow>(COUNT_RELEASES, [app]),
+    ]);
+    return { count: countOf(counted), items: rows.map((raw) => toRelease(releaseRowOf(raw))) };
   }
 }
 
@@ -146,14 +182,14 @@ export class TypeOrmContainerRepository implements ContainerRepository {
     });
   }
 
-  listForApp(app: string, filter: ContainerFilter = {}): Promise<Container[]> {
-    return this.session.read(async (manager) => {
-      const rows = await manager.find(this.session.schemas.containers, {
-        where: containerWhere(app, filter),
-        order: CONTAINER_ORDER,
-      });
-      return rows.map(toContainer);
-    });
+  async listForApp(app: string, filter: ContainerFilter = {}): Promise<Container[]> {
+    const rows =
+      filter.type !== undefined
+        ? await this.session.rows<RawRow>(CONTAINERS_OF_APP.ofType, [app, filter.type])
+        : filter.includeRun === true
+          ? await this.session.rows<RawRow>(CONTAINERS_OF_APP.all, [app])
+          : await this.session.rows<RawRow>(CONTAINERS_OF_APP.notRun, [app, RUN]);
+    return rows.map((raw) => toContainer(containerRowOf(raw)));
   }
 
   pageForApp(app: string, filter: ContainerFilter, slice: Slice): Promise<Page<Container>> {

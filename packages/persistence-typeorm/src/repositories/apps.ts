@@ -1,30 +1,46 @@
 import type { App, AppRepository, Page, PermissionRepository, Slice } from '@svc/core';
 import { translateUniqueViolation } from '../constraints';
 import { fromApp, toApp } from '../mapping';
+import { appRowOf, countOf, APP_COLUMNS, type RawRow } from '../rows';
 import type { Session } from '../session';
+import { statement } from '../sql';
+
+const FIND_APP = statement(`SELECT ${APP_COLUMNS} FROM "apps" WHERE "id" = ?`);
+const LOCK_APP = statement(`SELECT ${APP_COLUMNS} FROM "apps" WHERE "id" = ? FOR UPDATE`);
+const PAGE_OF_ALL_APPS = statement(`SELECT ${APP_COLUMNS} FROM "apps" ORDER BY "id" LIMIT ? OFFSET ?`);
+/*
+ * A user's apps are the ones they own and the ones they collaborate on. Each source yields
+ * its first offset + limit ids in id order along its own index (owner, id) and
+ * (username, app); their union holds the page, so a page costs the rows before its end,
+ * never the whole list, whichever source is the larger.
+ */
+const PAGE_OF_VISIBLE_APPS = statement(
+  `SELECT ${APP_COLUMNS} FROM "apps" WHERE "id" IN (
+    SELECT "id" FROM (SELECT "id" FROM "apps" WHERE "owner" = ? ORDER BY "id" LIMIT ?) AS "owned"
+    UNION
+    SELECT "app" FROM (SELECT "app" FROM "permissions" WHERE "username" = ? ORDER BY "app" LIMIT ?) AS "shared"
+  ) ORDER BY "id" LIMIT ? OFFSET ?`,
+);
+// Totals kept by triggers (migration ListCounts): counting the rows would cost every row.
+const COUNT_ALL_APPS = statement('SELECT "apps" AS "n" FROM "app_totals" WHERE "id" = 1');
+const COUNT_VISIBLE_APPS = statement('SELECT "apps" AS "n" FROM "visible_app_counts" WHERE "username" = ?');
+const IS_COLLABORATOR = statement('SELECT 1 AS "granted" FROM "permissions" WHERE "app" = ? AND "username" = ?');
 
 /** AppRepository on TypeORM. */
 export class TypeOrmAppRepository implements AppRepository {
   constructor(private readonly session: Session) {}
 
-  findById(id: string): Promise<App | null> {
-    return this.session.read(async (manager) => {
-      const row = await manager.findOneBy(this.session.schemas.apps, { id });
-      return row === null ? null : toApp(row);
-    });
+  async findById(id: string): Promise<App | null> {
+    const [raw] = await this.session.rows<RawRow>(FIND_APP, [id]);
+    return raw === undefined ? null : toApp(appRowOf(raw));
   }
 
-  lockById(id: string): Promise<App | null> {
+  async lockById(id: string): Promise<App | null> {
     // Only PostgreSQL has row locks; on SQLite the unit of work already runs one writing
     // transaction at a time, and outside a transaction there is nothing to hold a lock.
     if (!this.session.transactional || this.session.dialect !== 'postgres') return this.findById(id);
-    return this.session.read(async (manager) => {
-      const row = await manager.findOne(this.session.schemas.apps, {
-        where: { id },
-        lock: { mode: 'pessimistic_write' },
-      });
-      return row === null ? null : toApp(row);
-    });
+    const [raw] = await this.session.rows<RawRow>(LOCK_APP, [id]);
+    return raw === undefined ? null : toApp(appRowOf(raw));
   }
 
   async create(app: App): Promise<void> {
@@ -48,23 +64,17 @@ export class TypeOrmAppRepository implements AppRepository {
     await this.session.write((manager) => manager.delete(this.session.schemas.apps, { id }));
   }
 
-  listVisibleTo(username: string | null, slice: Slice): Promise<Page<App>> {
-    return this.session.read(async (manager) => {
-      const query = manager.createQueryBuilder(this.session.schemas.apps, 'app');
-      if (username !== null) {
-        const granted = manager
-          .createQueryBuilder(this.session.schemas.permissions, 'permission')
-          .select('permission.app')
-          .where('permission.username = :username');
-        query.where(`app.owner = :username OR app.id IN (${granted.getQuery()})`, { username });
-      }
-      const [rows, count] = await query
-        .orderBy('app.id', 'ASC')
-        .offset(slice.offset)
-        .limit(slice.limit)
-        .getManyAndCount();
-      return { count, items: rows.map(toApp) };
-    });
+  async listVisibleTo(username: string | null, slice: Slice): Promise<Page<App>> {
+    const end = slice.offset + slice.limit;
+    const [rows, counted] = await Promise.all([
+      username === null
+        ? this.session.rows<RawRow>(PAGE_OF_ALL_APPS, [slice.limit, slice.offset])
+        : this.session.rows<RawRow>(PAGE_OF_VISIBLE_APPS, [username, end, username, end, slice.limit, slice.offset]),
+      username === null
+        ? this.session.rows<RawRow>(COUNT_ALL_APPS, [])
+        : this.session.rows<RawRow>(COUNT_VISIBLE_APPS, [username]),
+    ]);
+    return { count: countOf(counted), items: rows.map((raw) => toApp(appRowOf(raw))) };
   }
 
   countOwnedBy(username: string): Promise<number> {
@@ -86,8 +96,8 @@ export class TypeOrmPermissionRepository implements PermissionRepository {
     });
   }
 
-  has(app: string, username: string): Promise<boolean> {
-    return this.session.read((manager) => manager.existsBy(this.session.schemas.permissions, { app, username }));
+  async has(app: string, username: string): Promise<boolean> {
+    return (await this.session.rows(IS_COLLABORATOR, [app, username])).length > 0;
   }
 
   async grant(app: string, username: string): Promise<void> {

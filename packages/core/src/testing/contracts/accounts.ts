@@ -223,6 +223,35 @@ export function describeTokens(uow: () => UnitOfWork): void {
       expect(await uow().repositories.tokens.findByHash('missing')).toBeNull();
     });
 
+    it('findWithUser returns the token and its user, every field of both', async () => {
+      const repos = uow().repositories;
+      const token = aToken('alice', 'h1', { expires: at(3600, 777) });
+      await repos.tokens.add(token);
+      await repos.tokens.add(aToken('bob', 'h2'));
+
+      const found = await repos.tokens.findWithUser('h1');
+
+      expect(found).toEqual({ token, user: await repos.users.findByUsername('alice') });
+      expect(found?.token.expires).toBeInstanceOf(Date);
+      expect(found?.user.dateJoined).toBeInstanceOf(Date);
+    });
+
+    it('findWithUser returns the user as it is now', async () => {
+      const repos = uow().repositories;
+      await repos.tokens.add(aToken('alice', 'h1'));
+      const alice = await repos.users.findByUsername('alice');
+      if (alice === null) throw new Error('alice was not created');
+      const changed = { ...alice, isActive: false, isSuperuser: true, lastLogin: at(5, 5) };
+
+      await repos.users.update(changed);
+
+      expect((await repos.tokens.findWithUser('h1'))?.user).toEqual(changed);
+    });
+
+    it('findWithUser of an unknown hash returns null', async () => {
+      expect(await uow().repositories.tokens.findWithUser('missing')).toBeNull();
+    });
+
     it('a user may hold several tokens', async () => {
       const repos = uow().repositories;
       await repos.tokens.add(aToken('alice', 'h1'));

@@ -86,6 +86,15 @@ export function describeBuilds(uow: () => UnitOfWork): void {
       expect(found?.updated).toBeInstanceOf(Date);
     });
 
+    it('keeps the working directory of a source build', async () => {
+      const repos = uow().repositories;
+      const build = aBuild('myapp', 'bob', { sha: 'c0ffee1234567890c0ffee1234567890c0ffee12', workdir: '/srv/svc/builds/myapp/c0ffee1234567890c0ffee1234567890c0ffee12' });
+
+      await repos.builds.create(build);
+
+      expect(await repos.builds.findByUuid(build.uuid)).toEqual(build);
+    });
+
     it('findByUuid of an unknown uuid returns null', async () => {
       expect(await uow().repositories.builds.findByUuid(nextUuid())).toBeNull();
     });
@@ -191,6 +200,28 @@ export function describeReleases(uow: () => UnitOfWork): void {
       expect(all.items.map((r) => r.version)).toEqual([12, 3, 2, 1]);
       expect(page).toEqual({ count: 4, items: all.items.slice(1, 3) });
       expect(past).toEqual({ count: 4, items: [] });
+    });
+
+    it('listForApp counts start over for an app deleted and created again', async () => {
+      const repos = uow().repositories;
+      for (const version of [1, 2, 3]) await repos.releases.create(aRelease('myapp', 'alice', version));
+      await repos.builds.create(aBuild('myapp', 'alice'));
+
+      await repos.apps.delete('myapp');
+      await seedApp(repos, 'myapp', 'bob');
+      await repos.releases.create(aRelease('myapp', 'bob', 1));
+
+      expect((await repos.releases.listForApp('myapp', ALL)).count).toBe(1);
+      expect(await repos.builds.listForApp('myapp', ALL)).toEqual({ count: 0, items: [] });
+    });
+
+    it('a release that loses the race for its version leaves the count as it was', async () => {
+      const repos = uow().repositories;
+      await repos.releases.create(aRelease('myapp', 'alice', 1));
+
+      await expectVersionTaken(repos.releases.create(aRelease('myapp', 'alice', 1)));
+
+      expect((await repos.releases.listForApp('myapp', ALL)).count).toBe(1);
     });
   });
 }

@@ -168,6 +168,71 @@ export function describeApps(uow: () => UnitOfWork): void {
       expect(await repos.apps.listVisibleTo('carol', ALL)).toEqual({ count: 0, items: [] });
     });
 
+    it('listVisibleTo counts stay exact through grants, transfers, revocations and deletions', async () => {
+      const repos = uow().repositories;
+      const a1 = await seedApp(repos, 'a1', 'alice');
+      const a2 = await seedApp(repos, 'a2', 'alice');
+      await seedApp(repos, 'b1', 'bob');
+      await repos.permissions.grant('b1', 'alice');
+      await repos.permissions.grant('a1', 'bob');
+      await repos.permissions.grant('a2', 'alice');
+      const visible = async (): Promise<number[]> => [
+        (await repos.apps.listVisibleTo('alice', ALL)).count,
+        (await repos.apps.listVisibleTo('bob', ALL)).count,
+        (await repos.apps.listVisibleTo('carol', ALL)).count,
+        (await repos.apps.listVisibleTo(null, ALL)).count,
+      ];
+      expect(await visible()).toEqual([3, 2, 0, 3]);
+
+      // To a collaborator: alice loses a1, bob already saw it.
+      await repos.apps.update({ ...a1, owner: 'bob' });
+      expect(await visible()).toEqual([2, 2, 0, 3]);
+
+      // From an owner who also collaborates: alice keeps a2, carol gains it.
+      await repos.apps.update({ ...a2, owner: 'carol' });
+      expect(await visible()).toEqual([2, 2, 1, 3]);
+
+      await repos.permissions.revoke('b1', 'alice');
+      expect(await visible()).toEqual([1, 2, 1, 3]);
+
+      await repos.permissions.grant('b1', 'carol');
+      expect(await visible()).toEqual([1, 2, 2, 3]);
+      await repos.apps.delete('b1');
+      expect(await visible()).toEqual([1, 1, 1, 2]);
+      expect((await repos.apps.listVisibleTo('alice', ALL)).items.map((a) => a.id)).toEqual(['a2']);
+      expect((await repos.apps.listVisibleTo('bob', ALL)).items.map((a) => a.id)).toEqual(['a1']);
+      expect((await repos.apps.listVisibleTo('carol', ALL)).items.map((a) => a.id)).toEqual(['a2']);
+    });
+
+    it('listVisibleTo counts start over for a user deleted and registered again', async () => {
+      const repos = uow().repositories;
+      await seedApp(repos, 'shared', 'alice');
+      await repos.permissions.grant('shared', 'carol');
+      expect((await repos.apps.listVisibleTo('carol', ALL)).count).toBe(1);
+
+      await repos.users.delete('carol');
+      await seedUser(repos, 'carol');
+
+      expect(await repos.apps.listVisibleTo('carol', ALL)).toEqual({ count: 0, items: [] });
+      expect((await repos.apps.listVisibleTo('alice', ALL)).count).toBe(1);
+    });
+
+    it('listVisibleTo pages past the first page of both owned and shared apps', async () => {
+      const repos = uow().repositories;
+      for (const id of ['a-1', 'a-3', 'a-5', 'a-7']) await seedApp(repos, id, 'alice');
+      for (const id of ['a-2', 'a-4', 'a-6']) {
+        await seedApp(repos, id, 'bob');
+        await repos.permissions.grant(id, 'alice');
+      }
+      await repos.permissions.grant('a-3', 'alice');
+
+      const pages = [];
+      for (let offset = 0; offset < 8; offset += 3) pages.push(await repos.apps.listVisibleTo('alice', { offset, limit: 3 }));
+
+      expect(pages.map((p) => p.count)).toEqual([7, 7, 7]);
+      expect(pages.map((p) => p.items.map((a) => a.id))).toEqual([['a-1', 'a-2', 'a-3'], ['a-4', 'a-5', 'a-6'], ['a-7']]);
+    });
+
     it('countOwnedBy counts owned apps, not shared ones', async () => {
       const repos = uow().repositories;
       await seedApp(repos, 'one', 'alice');

@@ -109,6 +109,7 @@ export function aBuild(app: string, owner: string, overrides: Partial<Build> = {
     dockerfile: '',
     procfile: {},
     sha: '',
+    workdir: null,
     created: at(3, 6),
     updated: at(3, 7),
     ...overrides,

@@ -24,6 +24,28 @@ function entries(from: number, to: number, source?: string): LogEntry[] {
   return result;
 }
 
+/** Waits until `condition` holds, checking every few milliseconds; fails after `timeoutMs`. */
+async function eventually(condition: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`Timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** A listener that keeps what it was given. */
+function recorder(): { listener: (entries: LogEntry[]) => void; received: LogEntry[]; calls: number } {
+  const state = {
+    received: [] as LogEntry[],
+    calls: 0,
+    listener: (batch: LogEntry[]): void => {
+      state.calls += 1;
+      state.received.push(...batch);
+    },
+  };
+  return state;
+}
+
 /**
  * Registers the shared contract tests of the LogStore port against the store that `open`
  * creates; `open` is called before each test and must return an empty store.
@@ -144,6 +166,135 @@ export function describeLogStoreContract(label: string, open: OpenLogStore): voi
       first?.time.setTime(0);
 
       expect(await store().tail('myapp', 1)).toEqual(entries(1, 1));
+    });
+
+    describe('subscribe', () => {
+      it('delivers the entries appended after subscribing, in order, with time, source and message intact', async () => {
+        await store().append('myapp', entries(1, 3));
+        const seen = recorder();
+
+        const unsubscribe = store().subscribe('myapp', seen.listener);
+        await store().append('myapp', entries(4, 5));
+        await store().append('myapp', [entry(6, 'héllo\nwörld', 'svc[api]')]);
+        await eventually(() => seen.received.length >= 3, 'three entries arrived');
+        unsubscribe();
+
+        expect(seen.received).toEqual([...entries(4, 5), entry(6, 'héllo\nwörld', 'svc[api]')]);
+      });
+
+      it('delivers only the entries of the subscribed app', async () => {
+        const mine = recorder();
+        const theirs = recorder();
+        const unsubscribeMine = store().subscribe('myapp', mine.listener);
+        const unsubscribeTheirs = store().subscribe('other-app', theirs.listener);
+
+        await store().append('other-app', entries(1, 1, 'other-app[web.1]'));
+        await store().append('myapp', entries(2, 2));
+        await eventually(() => mine.received.length >= 1 && theirs.received.length >= 1, 'both apps got their line');
+        unsubscribeMine();
+        unsubscribeTheirs();
+
+        expect(mine.received).toEqual(entries(2, 2));
+        expect(theirs.received).toEqual(entries(1, 1, 'other-app[web.1]'));
+      });
+
+      it('after unsubscribing a listener gets nothing more, while another listener of the app still does', async () => {
+        const leaving = recorder();
+        const staying = recorder();
+        const unsubscribeLeaving = store().subscribe('myapp', leaving.listener);
+        const unsubscribeStaying = store().subscribe('myapp', staying.listener);
+        await store().append('myapp', entries(1, 1));
+        await eventually(() => leaving.received.length >= 1 && staying.received.length >= 1, 'both listeners got the first line');
+
+        unsubscribeLeaving();
+        unsubscribeLeaving();
+        await store().append('myapp', entries(2, 3));
+        await eventually(() => staying.received.length >= 3, 'the remaining listener got the later lines');
+        unsubscribeStaying();
+
+        expect(leaving.received).toEqual(entries(1, 1));
+        expect(staying.received).toEqual(entries(1, 3));
+      });
+
+      it('subscribing one function twice gives two subscriptions, each removed on its own', async () => {
+        const seen = recorder();
+        const first = store().subscribe('myapp', seen.listener);
+        const second = store().subscribe('myapp', seen.listener);
+        await store().append('myapp', entries(1, 1));
+        await eventually(() => seen.received.length >= 2, 'both subscriptions delivered');
+
+        first();
+        await store().append('myapp', entries(2, 2));
+        await eventually(() => seen.received.length >= 3, 'the second subscription delivered');
+        second();
+
+        expect(seen.received).toEqual([entry(1), entry(1), entry(2)]);
+      });
+
+      it('a listener that throws neither fails the append nor keeps other listeners from their entries', async () => {
+        const seen = recorder();
+        const failing = store().subscribe('myapp', () => {
+          throw new Error('listener failure');
+        });
+        const working = store().subscribe('myapp', seen.listener);
+
+        await expect(store().append('myapp', entries(1, 2))).resolves.toBeUndefined();
+        await eventually(() => seen.received.length >= 2, 'the working listener got the lines');
+        failing();
+        working();
+
+        expect(seen.received).toEqual(entries(1, 2));
+        expect(await store().tail('myapp', 10)).toEqual(entries(1, 2));
+      });
+
+      it('every listener gets its own copies', async () => {
+        const first = recorder();
+        const second = recorder();
+        const unsubscribeFirst = store().subscribe('myapp', (batch) => {
+          for (const e of batch) e.time.setTime(0);
+          first.listener(batch);
+        });
+        const unsubscribeSecond = store().subscribe('myapp', second.listener);
+
+        await store().append('myapp', entries(1, 1));
+        await eventually(() => first.received.length >= 1 && second.received.length >= 1, 'both listeners got the line');
+        unsubscribeFirst();
+        unsubscribeSecond();
+
+        expect(second.received).toEqual(entries(1, 1));
+        expect(await store().tail('myapp', 1)).toEqual(entries(1, 1));
+      });
+
+      it('concurrent appends are each delivered once, with the order within each append kept', async () => {
+        const seen = recorder();
+        const unsubscribe = store().subscribe('myapp', seen.listener);
+        const batches = Array.from({ length: 8 }, (_, b) => entries(b * 4 + 1, b * 4 + 4, `myapp[web.${b}]`));
+
+        await Promise.all(batches.map((batch) => store().append('myapp', batch)));
+        await eventually(() => seen.received.length >= 32, 'every line arrived');
+        unsubscribe();
+
+        expect(seen.received).toHaveLength(32);
+        for (const batch of batches) {
+          const source = batch[0]?.source;
+          expect(seen.received.filter((e) => e.source === source)).toEqual(batch);
+        }
+      });
+
+      it('a subscription followed by tail leaves no line out: each line is in the tail or delivered', async () => {
+        await store().append('myapp', entries(1, 3));
+        const seen = recorder();
+
+        const unsubscribe = store().subscribe('myapp', seen.listener);
+        const appending = store().append('myapp', entries(4, 6));
+        const tailed = await store().tail('myapp', 100);
+        await appending;
+        await eventually(() => tailed.length + seen.received.length >= 6, 'every line is accounted for');
+        unsubscribe();
+
+        const union = [...tailed, ...seen.received.filter((e) => !tailed.some((t) => t.time.getTime() === e.time.getTime()))];
+        expect(union).toEqual(entries(1, 6));
+      });
     });
 
     it('stores copies: changing an appended entry afterwards does not change the stored one', async () => {

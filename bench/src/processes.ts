@@ -1,0 +1,139 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+/** Resident memory of a process, in MiB: now, and the highest since it started. */
+export interface MemorySample {
+  rssMiB: number;
+  peakMiB: number;
+}
+
+/** A server the benchmark started as a child process, listening on 127.0.0.1. */
+export interface ServerProcess {
+  name: string;
+  url: string;
+  pid: number;
+  memory(): MemorySample;
+  /** CPU time the process has used so far (user and system), in seconds. */
+  cpuSeconds(): number;
+  /** The highest resident memory seen by the sampler since the last call to resetSampledPeak. */
+  sampledPeakMiB(): number;
+  resetSampledPeak(): void;
+  /** Whether it has exited, and the last lines it wrote: what to show when it failed. */
+  postMortem(): string;
+  stop(): Promise<void>;
+}
+
+/** A TCP port that was free a moment ago on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+function readStatus(pid: number): MemorySample {
+  let text = '';
+  try {
+    text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return { rssMiB: Number.NaN, peakMiB: Number.NaN };
+  }
+  const field = (name: string): number => {
+    const match = new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(text);
+    return match ? Number(match[1]) / 1024 : Number.NaN;
+  };
+  return { rssMiB: field('VmRSS'), peakMiB: field('VmHWM') };
+}
+
+/** utime + stime of a process from /proc/<pid>/stat, in seconds (clock ticks of 1/100 s). */
+function readCpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitUntilHealthy(url: string, child: ChildProcess, output: () => string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`server exited with code ${child.exitCode}:\n${output()}`);
+    try {
+      const response = await fetch(`${url}/healthz`);
+      if (response.status === 200) return;
+    } catch {
+      // Not listening yet.
+    }
+    await sleep(100);
+  }
+  throw new Error(`server at ${url} did not become healthy within 60 s:\n${output()}`);
+}
+
+/**
+ * Starts `node <script>` with `env` on a free port (passed as PORT), waits until
+ * `/healthz` answers, and samples its resident memory every 100 ms.
+ */
+export async function startServer(name: string, script: string, env: Record<string, string>): Promise<ServerProcess> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [script], {
+    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const keep = (chunk: Buffer): void => {
+    output = (output + chunk.toString('utf8')).slice(-20_000);
+  };
+  child.stdout?.on('data', keep);
+  child.stderr?.on('data', keep);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const pid = child.pid ?? -1;
+  const url = `http://127.0.0.1:${port}`;
+
+  let sampledPeak = 0;
+  const sampler = setInterval(() => {
+    const { rssMiB } = readStatus(pid);
+    if (rssMiB > sampledPeak) sampledPeak = rssMiB;
+  }, 100);
+  sampler.unref();
+
+  const stop = async (): Promise<void> => {
+    clearInterval(sampler);
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    child.kill('SIGTERM');
+    const killed = await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)]);
+    if (!killed) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  };
+
+  try {
+    await waitUntilHealthy(url, child, () => output);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    name,
+    url,
+    pid,
+    memory: () => readStatus(pid),
+    cpuSeconds: () => readCpuSeconds(pid),
+    sampledPeakMiB: () => Math.max(sampledPeak, readStatus(pid).rssMiB),
+    resetSampledPeak: () => {
+      sampledPeak = readStatus(pid).rssMiB;
+    },
+    postMortem: () =>
+      `${child.exitCode !== null || child.signalCode !== null ? `exited (${child.exitCode ?? child.signalCode})` : 'still running'}; last output:\n${output.slice(-4000)}`,
+    stop,
+  };
+}

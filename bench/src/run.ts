@@ -1,0 +1,513 @@
+/*
+ * `npm run bench`: measures the controller against a bare baseline (bench/src/baseline.ts)
+ * on SQLite and, when DATABASE_URL is set, on PostgreSQL (in a scratch database created on
+ * that server and dropped at the end). Prints tables and writes bench/results.json.
+ *
+ * Knobs (environment): BENCH_DURATION seconds per throughput run (default 5),
+ * BENCH_GROWTH_REQUESTS requests per latency measurement (default 1000),
+ * BENCH_DATABASES (default `sqlite,postgres`); for quicker partial runs, BENCH_SIZES (default
+ * `100,10000,100000`) and BENCH_ENDPOINTS (parts of the names of the throughput endpoints to run).
+ */
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import Database from 'better-sqlite3';
+import { Client } from 'pg';
+import { createDatabase } from '@svc/persistence-typeorm';
+import { runLoad, type LoadResult, type RequestSpec } from './load';
+import { describeMachine, type MachineInfo } from './machine';
+import { startServer, type ServerProcess } from './processes';
+import { createScratchDatabase, PostgresSeeder, SqliteSeeder, type ScratchDatabase, type Seeder } from './seed';
+
+const ROOT = resolve(__dirname, '..', '..');
+const CONTROLLER_MAIN = join(ROOT, 'packages', 'server', 'dist', 'main.js');
+const BASELINE_MAIN = join(__dirname, 'baseline.js');
+const RESULTS_FILE = join(ROOT, 'bench', 'results.json');
+
+const DURATION_S = Number(process.env.BENCH_DURATION ?? '5');
+const WARMUP_S = 1;
+const GROWTH_REQUESTS = Number(process.env.BENCH_GROWTH_REQUESTS ?? '1000');
+const CONCURRENCY = [1, 16, 64] as const;
+const SIZES = (process.env.BENCH_SIZES ?? '100,10000,100000').split(',').map(Number);
+const LARGEST = SIZES[SIZES.length - 1] ?? 0;
+const LARGEST_TEXT = LARGEST.toLocaleString('en-US');
+/** Logins are slow by design (scrypt): their runs last longer, to count enough of them. */
+const LOGIN_DURATION_S = Math.max(DURATION_S, 10);
+/** Only the throughput endpoints whose name contains one of these (comma-separated); all by default. */
+const ENDPOINTS = process.env.BENCH_ENDPOINTS?.split(',') ?? null;
+const POOL_SIZE = 10;
+const PASSWORD = 'bench-password-1';
+const SECRET_KEY = 'bench-secret-key-bench-secret-key-0123456789';
+
+/** Apps every stage has besides the generic ones: owned by the bench user, and shared with it. */
+const OWN_SPECIALS = ['hist', 'cfg-load', 'cfg-small', 'cfg-large'];
+const SHARED = Array.from({ length: 10 }, (_, i) => `shared-${String(i + 1).padStart(2, '0')}`);
+const GENERIC = (n: number): string => `app-${String(n).padStart(6, '0')}`;
+
+const log = (line: string): void => {
+  process.stderr.write(`[bench] ${line}\n`);
+};
+
+type Kind = 'sqlite' | 'postgres';
+type Side = 'controller' | 'baseline';
+
+interface Pair {
+  controller: LoadResult;
+  baseline: LoadResult;
+}
+
+interface ThroughputRow extends Pair {
+  endpoint: string;
+  connections: number;
+  ratio: number;
+}
+
+interface GrowthRow {
+  rows: number;
+  apps: Pair;
+  releases: Pair;
+}
+
+interface ConfigRow {
+  releases: number;
+  latency: Pair;
+}
+
+interface DatabaseResult {
+  database: Kind;
+  version: string;
+  throughput: ThroughputRow[];
+  growth: GrowthRow[];
+  configGrowth: ConfigRow[];
+  memory: Record<Side, { idleMiB: number; after100kAppsMiB: number; peakUnderLoadMiB: number; peakMiB: number }>;
+  targets: Target[];
+  seconds: number;
+}
+
+interface Target {
+  name: string;
+  value: number;
+  limit: string;
+  holds: boolean;
+}
+
+// ---- the API, for setting up users -----------------------------------------------------
+
+async function call(url: string, path: string, body: unknown, token?: string): Promise<Record<string, unknown>> {
+  const response = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', ...(token ? { Authorization: `token ${token}` } : {}) },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (response.status >= 300) throw new Error(`POST ${path} answered ${response.status}: ${text}`);
+  return JSON.parse(text) as Record<string, unknown>;
+}
+
+async function setUpUsers(url: string): Promise<{ bench: string }> {
+  for (const username of ['admin', 'bench', 'other']) {
+    await call(url, '/v1/auth/register/', { username, password: PASSWORD, email: `${username}@example.com` });
+  }
+  const { token } = await call(url, '/v1/auth/login/', { username: 'bench', password: PASSWORD });
+  return { bench: token as string };
+}
+
+// ---- measuring -----------------------------------------------------------------------
+
+async function latency(server: ServerProcess, request: RequestSpec): Promise<LoadResult> {
+  await runLoad(server.url, request, { connections: 1, amount: Math.max(50, Math.floor(GROWTH_REQUESTS / 5)) });
+  const result = await runLoad(server.url, request, { connections: 1, amount: GROWTH_REQUESTS });
+  if (result.failed > 0) throw new Error(`${server.name} ${request.method} ${request.path}: ${result.failed} failed requests; ${server.postMortem()}`);
+  return result;
+}
+
+async function pairOf(servers: Record<Side, ServerProcess>, measure: (server: ServerProcess) => Promise<LoadResult>, baselineFirst = false): Promise<Pair> {
+  if (baselineFirst) {
+    const baseline = await measure(servers.baseline);
+    return { baseline, controller: await measure(servers.controller) };
+  }
+  const controller = await measure(servers.controller);
+  return { controller, baseline: await measure(servers.baseline) };
+}
+
+/**
+ * Waits until the servers have finished what an earlier run left them (autocannon stops
+ * sending at the end of a run, not the servers working on what it sent): until neither
+ * used more than a tenth of a CPU over 200 ms, at most 30 s.
+ */
+async function settle(servers: readonly ServerProcess[]): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  let before = servers.map((server) => server.cpuSeconds());
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const now = servers.map((server) => server.cpuSeconds());
+    if (now.every((seconds, i) => seconds - (before[i] ?? 0) < 0.02)) return;
+    before = now;
+  }
+}
+
+/** The mean of several runs' figures. */
+function meanOf(results: LoadResult[]): LoadResult {
+  const mean = (field: 'ok' | 'failed' | 'seconds' | 'rps' | 'p50' | 'p99' | 'mean'): number =>
+    results.reduce((total, result) => total + result[field], 0) / results.length;
+  return {
+    connections: results[0]?.connections ?? 0,
+    ok: mean('ok'),
+    failed: mean('failed'),
+    seconds: mean('seconds'),
+    rps: mean('rps'),
+    p50: mean('p50'),
+    p99: mean('p99'),
+    mean: mean('mean'),
+  };
+}
+
+function meanOfPairs(pairs: Pair[]): Pair {
+  return { controller: meanOf(pairs.map((pair) => pair.controller)), baseline: meanOf(pairs.map((pair) => pair.baseline)) };
+}
+
+async function throughput(server: ServerProcess, request: RequestSpec, connections: number, durationS: number): Promise<LoadResult> {
+  await runLoad(server.url, request, { connections, durationS: WARMUP_S });
+  await settle([server]);
+  const result = await runLoad(server.url, request, { connections, durationS });
+  await settle([server]);
+  if (result.failed > 0) {
+    throw new Error(`${server.name} ${request.method} ${request.path} at ${connections}: ${result.failed} failed requests; ${server.postMortem()}`);
+  }
+  return result;
+}
+
+// ---- one database --------------------------------------------------------------------
+
+async function releaseCount(kind: Kind, location: string, app: string): Promise<number> {
+  if (kind === 'sqlite') {
+    const db = new Database(location, { readonly: true });
+    try {
+      return (db.prepare('SELECT count(*) AS n FROM "releases" WHERE "app" = ?').get(app) as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  }
+  const client = new Client({ connectionString: location });
+  await client.connect();
+  try {
+    return Number((await client.query<{ n: string }>('SELECT count(*) AS n FROM "releases" WHERE "app" = $1', [app])).rows[0]?.n);
+  } finally {
+    await client.end();
+  }
+}
+
+async function databaseVersion(kind: Kind, location: string): Promise<string> {
+  if (kind === 'sqlite') {
+    const db = new Database(':memory:');
+    try {
+      return `SQLite ${(db.prepare('SELECT sqlite_version() AS v').get() as { v: string }).v} (better-sqlite3)`;
+    } finally {
+      db.close();
+    }
+  }
+  const client = new Client({ connectionString: location });
+  await client.connect();
+  try {
+    return `PostgreSQL ${(await client.query<{ v: string }>('SHOW server_version')).rows[0]?.v ?? '?'} (pg)`;
+  } finally {
+    await client.end();
+  }
+}
+
+async function benchDatabase(kind: Kind, serverUrl: string | undefined): Promise<DatabaseResult> {
+  const started = Date.now();
+  const dir = await mkdtemp(join(tmpdir(), `svc-bench-${kind}-`));
+  let scratch: ScratchDatabase | null = null;
+  const servers: Partial<Record<Side, ServerProcess>> = {};
+  let seeder: Seeder | null = null;
+  try {
+    const dataDir = join(dir, 'data');
+    await mkdir(dataDir, { recursive: true });
+    if (kind === 'postgres') {
+      scratch = await createScratchDatabase(serverUrl as string);
+      log(`PostgreSQL: scratch database ${scratch.name}`);
+    }
+    const sqliteFile = join(dataDir, 'controller.sqlite');
+    const location = scratch?.url ?? sqliteFile;
+
+    // The controller's own migrations create the schema.
+    const migrator = await createDatabase({ url: scratch?.url, dataDir });
+    await migrator.migrate();
+    await migrator.close();
+
+    const common = { SCHEDULER: 'memory', LOG_LEVEL: 'warn', NODE_ENV: 'production', DB_POOL_SIZE: String(POOL_SIZE) };
+    servers.controller = await startServer('controller', CONTROLLER_MAIN, {
+      ...common,
+      DATA_DIR: dataDir,
+      DATABASE_URL: scratch?.url ?? '',
+      SECRET_KEY,
+    });
+    const { bench: token } = await setUpUsers(servers.controller.url);
+    servers.baseline = await startServer('baseline', BASELINE_MAIN, {
+      ...common,
+      BASELINE_SQLITE_FILE: scratch === null ? sqliteFile : '',
+      BASELINE_LOG_DIR: join(dir, 'baseline-logs'),
+      BASELINE_DATABASE_URL: scratch?.url ?? '',
+    });
+    const both = servers as Record<Side, ServerProcess>;
+    const idle = { controller: both.controller.memory().rssMiB, baseline: both.baseline.memory().rssMiB };
+
+    seeder = kind === 'sqlite' ? new SqliteSeeder(sqliteFile) : await PostgresSeeder.connect(scratch?.url as string);
+    const auth = { Authorization: `token ${token}` };
+    const get = (path: string): RequestSpec => ({ method: 'GET', path, headers: auth });
+    const postConfig = (app: string): RequestSpec => ({
+      method: 'POST',
+      path: `/v1/apps/${app}/config/`,
+      headers: { ...auth, 'Content-Type': 'application/json' },
+      body: '{"values":{"BENCH_VALUE":"[<id>]"}}',
+    });
+
+    await seeder.addApps('bench', OWN_SPECIALS);
+    await seeder.addApps('other', SHARED);
+    for (const app of SHARED) await seeder.grant(app, 'bench');
+    await seeder.addReleases('cfg-small', 'bench', 2, 100);
+    await seeder.addReleases('cfg-large', 'bench', 2, 10_000);
+
+    // Growth: the same user's list of apps and one app's list of releases, at each size.
+    const growth: GrowthRow[] = [];
+    let generic = 0;
+    let releases = 1;
+    for (const size of SIZES) {
+      const target = size - OWN_SPECIALS.length - SHARED.length;
+      const ids: string[] = [];
+      while (generic < target) ids.push(GENERIC(++generic));
+      const t0 = Date.now();
+      await seeder.addApps('bench', ids);
+      if (releases < size) await seeder.addReleases('hist', 'bench', releases + 1, size);
+      releases = size;
+      await seeder.analyze();
+      log(`${kind}: ${size} apps and ${size} releases of hist loaded in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+      if (growth.length === 0) {
+        // Both servers reach their steady state (compiled code, warm caches) before the first figure.
+        for (const server of [both.controller, both.baseline]) {
+          for (const request of [get('/v1/apps/'), get('/v1/apps/hist/releases/'), get(`/v1/apps/${GENERIC(1)}/`), postConfig('cfg-load')]) {
+            await runLoad(server.url, request, { connections: 4, durationS: 1 });
+          }
+        }
+      }
+      const apps = await pairOf(both, (server) => latency(server, get('/v1/apps/')));
+      const list = await pairOf(both, (server) => latency(server, get('/v1/apps/hist/releases/')), true);
+      growth.push({ rows: size, apps, releases: list });
+      log(`${kind}: ${size} rows: GET /v1/apps p50 ${fmt(apps.controller.p50)} ms, GET releases p50 ${fmt(list.controller.p50)} ms`);
+    }
+    const after100k = { controller: both.controller.memory().rssMiB, baseline: both.baseline.memory().rssMiB };
+
+    // Config changes on apps with few and with many releases, in two passes in opposite
+    // orders, so that the machine drifting over the minute does not pass for growth.
+    const configApps = ['cfg-small', 'cfg-large', 'hist'];
+    const counts = new Map<string, number>();
+    for (const app of configApps) counts.set(app, await releaseCount(kind, location, app));
+    const passes = new Map<string, Pair[]>();
+    for (const order of [configApps, [...configApps].reverse()]) {
+      for (const app of order) {
+        const pair = await pairOf(both, (server) => latency(server, postConfig(app)));
+        passes.set(app, [...(passes.get(app) ?? []), pair]);
+      }
+    }
+    const configGrowth: ConfigRow[] = configApps.map((app) => ({ releases: counts.get(app) ?? 0, latency: meanOfPairs(passes.get(app) ?? []) }));
+    for (const row of configGrowth) log(`${kind}: POST config with ${row.releases} releases: p50 ${fmt(row.latency.controller.p50)} ms`);
+
+    // Throughput at scale: the largest number of apps, as many releases on hist.
+    both.controller.resetSampledPeak();
+    both.baseline.resetSampledPeak();
+    const endpoints: { name: string; request: RequestSpec }[] = [
+      { name: 'GET /v1/apps/<id>/', request: get(`/v1/apps/${GENERIC(50)}/`) },
+      { name: `GET /v1/apps/ (page 1 of ${LARGEST_TEXT})`, request: get('/v1/apps/') },
+      { name: `GET /v1/apps/<id>/releases/ (of ${LARGEST_TEXT})`, request: get('/v1/apps/hist/releases/') },
+      { name: 'POST /v1/apps/<id>/config/', request: postConfig('cfg-load') },
+      {
+        name: 'POST /v1/auth/login/ (scrypt)',
+        request: {
+          method: 'POST',
+          path: '/v1/auth/login/',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ username: 'bench', password: PASSWORD }),
+        },
+      },
+    ];
+    const rows: ThroughputRow[] = [];
+    let turn = 0;
+    for (const { name, request } of endpoints.filter((e) => ENDPOINTS === null || ENDPOINTS.some((part) => e.name.includes(part)))) {
+      for (const connections of CONCURRENCY) {
+        const seconds = request.path.includes('/auth/login') ? LOGIN_DURATION_S : DURATION_S;
+        const pair = await pairOf(both, (server) => throughput(server, request, connections, seconds), turn++ % 2 === 1);
+        const row = { endpoint: name, connections, ...pair, ratio: pair.controller.rps / pair.baseline.rps };
+        rows.push(row);
+        log(`${kind}: ${name} x${connections}: ${fmt(row.controller.rps, 0)} vs ${fmt(row.baseline.rps, 0)} req/s (${fmt(row.ratio, 2)})`);
+      }
+    }
+    const memory = {
+      controller: {
+        idleMiB: idle.controller,
+        after100kAppsMiB: after100k.controller,
+        peakUnderLoadMiB: both.controller.sampledPeakMiB(),
+        peakMiB: both.controller.memory().peakMiB,
+      },
+      baseline: {
+        idleMiB: idle.baseline,
+        after100kAppsMiB: after100k.baseline,
+        peakUnderLoadMiB: both.baseline.sampledPeakMiB(),
+        peakMiB: both.baseline.memory().peakMiB,
+      },
+    };
+    return {
+      database: kind,
+      version: await databaseVersion(kind, location),
+      throughput: rows,
+      growth,
+      configGrowth,
+      memory,
+      targets: evaluate(rows, growth, configGrowth),
+      seconds: (Date.now() - started) / 1000,
+    };
+  } finally {
+    await seeder?.close().catch(() => undefined);
+    await servers.controller?.stop();
+    await servers.baseline?.stop();
+    if (scratch !== null) await scratch.drop().catch((error: unknown) => log(`could not drop ${scratch?.name}: ${String(error)}`));
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+// ---- targets and tables --------------------------------------------------------------
+
+function evaluate(rows: ThroughputRow[], growth: GrowthRow[], config: ConfigRow[]): Target[] {
+  const targets: Target[] = [];
+  for (const row of rows) {
+    if (row.connections !== 64 || !row.endpoint.startsWith('GET')) continue;
+    targets.push({ name: `${row.endpoint} x64: controller/baseline throughput`, value: row.ratio, limit: '>= 0.60', holds: row.ratio >= 0.6 });
+  }
+  const first = growth[0];
+  const last = growth[growth.length - 1];
+  if (first && last) {
+    const apps = last.apps.controller.p50 / first.apps.controller.p50;
+    const releases = last.releases.controller.p50 / first.releases.controller.p50;
+    targets.push({ name: `GET /v1/apps/ p50 at ${last.rows} rows / at ${first.rows} rows`, value: apps, limit: '<= 1.50', holds: apps <= 1.5 });
+    targets.push({ name: `GET .../releases/ p50 at ${last.rows} rows / at ${first.rows} rows`, value: releases, limit: '<= 1.50', holds: releases <= 1.5 });
+  }
+  const small = config[0];
+  const large = config[1];
+  if (small && large) {
+    const flat = large.latency.controller.p50 / small.latency.controller.p50;
+    targets.push({
+      name: `POST .../config/ p50 with ${large.releases} releases / with ${small.releases}`,
+      value: flat,
+      limit: '<= 1.50',
+      holds: flat <= 1.5,
+    });
+  }
+  return targets;
+}
+
+function fmt(value: number, digits = 2): string {
+  if (!Number.isFinite(value)) return '-';
+  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
+}
+
+function table(headers: string[], body: string[][]): string {
+  const widths = headers.map((header, i) => Math.max(header.length, ...body.map((row) => (row[i] ?? '').length)));
+  const line = (cells: string[]): string =>
+    `| ${cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join(' | ')} |`;
+  const rule = `|${widths.map((width, i) => (i === 0 ? `${'-'.repeat(width + 1)}-` : `${'-'.repeat(width + 1)}:`)).join('|')}|`;
+  return [line(headers), rule, ...body.map(line)].join('\n');
+}
+
+function report(machine: MachineInfo, results: DatabaseResult[]): string {
+  const out: string[] = [];
+  out.push(`Machine: ${machine.cpuModel}, ${machine.cores} CPUs, ${machine.memoryGiB} GiB, Linux ${machine.kernel}, Node ${machine.node}`);
+  out.push(`Throughput runs: ${DURATION_S} s each after ${WARMUP_S} s of warm-up; latency runs: ${GROWTH_REQUESTS} requests at 1 connection. Latencies in ms.`);
+  for (const result of results) {
+    out.push('', `## ${result.version}`, '');
+    out.push(
+      table(
+        ['endpoint', 'conns', 'controller req/s', 'p50', 'p99', 'baseline req/s', 'p50', 'p99', 'ratio'],
+        result.throughput.map((row) => [
+          row.endpoint,
+          String(row.connections),
+          fmt(row.controller.rps, 0),
+          fmt(row.controller.p50),
+          fmt(row.controller.p99),
+          fmt(row.baseline.rps, 0),
+          fmt(row.baseline.p50),
+          fmt(row.baseline.p99),
+          fmt(row.ratio),
+        ]),
+      ),
+    );
+    out.push('', 'Growth (1 connection; controller / baseline):', '');
+    out.push(
+      table(
+        ['rows', 'GET /v1/apps/ p50', 'p99', 'baseline p50', 'GET .../releases/ p50', 'p99', 'baseline p50'],
+        result.growth.map((row) => [
+          row.rows.toLocaleString('en-US'),
+          fmt(row.apps.controller.p50),
+          fmt(row.apps.controller.p99),
+          fmt(row.apps.baseline.p50),
+          fmt(row.releases.controller.p50),
+          fmt(row.releases.controller.p99),
+          fmt(row.releases.baseline.p50),
+        ]),
+      ),
+    );
+    out.push('', 'Config POST latency by releases on the app (1 connection):', '');
+    out.push(
+      table(
+        ['releases on the app', 'controller p50', 'p99', 'baseline p50', 'p99'],
+        result.configGrowth.map((row) => [
+          row.releases.toLocaleString('en-US'),
+          fmt(row.latency.controller.p50),
+          fmt(row.latency.controller.p99),
+          fmt(row.latency.baseline.p50),
+          fmt(row.latency.baseline.p99),
+        ]),
+      ),
+    );
+    out.push('', 'Resident memory (MiB):', '');
+    out.push(
+      table(
+        ['process', 'idle, empty', `after ${LARGEST_TEXT} apps`, 'peak under load', 'peak (VmHWM)'],
+        (['controller', 'baseline'] as const).map((side) => [
+          side,
+          fmt(result.memory[side].idleMiB, 0),
+          fmt(result.memory[side].after100kAppsMiB, 0),
+          fmt(result.memory[side].peakUnderLoadMiB, 0),
+          fmt(result.memory[side].peakMiB, 0),
+        ]),
+      ),
+    );
+    out.push('', 'Targets:', '');
+    out.push(table(['target', 'value', 'limit', 'holds'], result.targets.map((t) => [t.name, fmt(t.value), t.limit, t.holds ? 'yes' : 'NO'])));
+    out.push('', `(${result.database} run took ${fmt(result.seconds, 0)} s)`);
+  }
+  return `${out.join('\n')}\n`;
+}
+
+async function main(): Promise<void> {
+  const wanted = (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').map((s) => s.trim());
+  const serverUrl = process.env.DATABASE_URL?.trim() || undefined;
+  const machine = describeMachine();
+  const results: DatabaseResult[] = [];
+  if (wanted.includes('sqlite')) results.push(await benchDatabase('sqlite', undefined));
+  if (wanted.includes('postgres')) {
+    if (serverUrl === undefined) log('DATABASE_URL is not set: PostgreSQL is skipped');
+    else results.push(await benchDatabase('postgres', serverUrl));
+  }
+  const text = report(machine, results);
+  process.stdout.write(text);
+  await writeFile(
+    RESULTS_FILE,
+    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results }, null, 2)}\n`,
+  );
+  log(`results written to ${RESULTS_FILE}`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  process.exit(1);
+});

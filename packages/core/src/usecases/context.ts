@@ -1,6 +1,7 @@
 import { AppNotVisible, Forbidden, NotFound } from '../errors';
 import type { App, LogEntry, User } from '../model/entities';
 import type { Repositories, UnitOfWork } from '../ports/repositories';
+import { assertPageExists, sliceOf, type Page, type PageRequest, type Slice } from '../model/pagination';
 import type {
   CertificateParser,
   Clock,
@@ -121,4 +122,21 @@ export async function logEvent(
   } catch {
     // The event is informational; the operation it describes already succeeded.
   }
+}
+
+/**
+ * One page of something that belongs to an app the actor may see.
+ * @throws NotFound (app, or a page past the end), AppNotVisible.
+ */
+export async function pageUnderApp<T>(
+  repos: Repositories,
+  actor: Actor,
+  appId: string,
+  page: PageRequest,
+  list: (appId: string, slice: Slice) => Promise<Page<T>>,
+): Promise<Page<T>> {
+  const app = await loadVisibleApp(repos, actor, appId);
+  const result = await list(app.id, sliceOf(page));
+  assertPageExists(page, result.count);
+  return result;
 }

@@ -1,13 +1,12 @@
 import { NotFound, RequestRejected, ValidationFailed } from '../errors';
 import type { App, Build, Config, Release } from '../model/entities';
 import type { Page, PageRequest } from '../model/pagination';
-import { assertPageExists, sliceOf } from '../model/pagination';
 import type { Repositories } from '../ports/repositories';
 import { describeConfigChange, mergeConfig, parseConfigChanges, PROCESS_TYPE_PATTERN } from '../rules/config';
 import { FieldErrorCollector, bodyObject, isPlainObject, optionalString, requiredString, toInteger } from '../rules/fields';
 import { describeDeploy, structureForBuild } from '../rules/releases';
 import { planSourceBuild, type SourceFiles } from '../rules/sources';
-import { loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
+import { loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependencies } from './context';
 import { currentRelease, deployRelease, releaseState, withRollout, type ReleaseState } from './deploy';
 import { keyActor, retainedBuilds, userOfKey } from './sources';
 
@@ -230,10 +229,7 @@ export class ListBuilds {
   /** @throws NotFound, AppNotVisible */
   async execute(actor: Actor, appId: string, page: PageRequest): Promise<Page<Build>> {
     const repos = this.deps.uow.repositories;
-    const app = await loadVisibleApp(repos, actor, appId);
-    const result = await repos.builds.listForApp(app.id, sliceOf(page));
-    assertPageExists(page, result.count);
-    return result;
+    return pageUnderApp(repos, actor, appId, page, (app, slice) => repos.builds.listForApp(app, slice));
   }
 }
 
@@ -244,10 +240,7 @@ export class ListReleases {
   /** @throws NotFound, AppNotVisible */
   async execute(actor: Actor, appId: string, page: PageRequest): Promise<Page<Release>> {
     const repos = this.deps.uow.repositories;
-    const app = await loadVisibleApp(repos, actor, appId);
-    const result = await repos.releases.listForApp(app.id, sliceOf(page));
-    assertPageExists(page, result.count);
-    return result;
+    return pageUnderApp(repos, actor, appId, page, (app, slice) => repos.releases.listForApp(app, slice));
   }
 }
 

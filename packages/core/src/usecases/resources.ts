@@ -6,7 +6,7 @@ import { canAdministerApp, isAdmin } from '../rules/apps';
 import { normalizeDomain } from '../rules/domains';
 import { FieldErrorCollector, bodyObject, optionalString, requiredString } from '../rules/fields';
 import { policyFor, type ApiVersion } from '../version/policy';
-import { loadAdministeredApp, loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
+import { loadAdministeredApp, loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependencies } from './context';
 
 /** Lists an app's custom domains. */
 export class ListDomains {
@@ -15,10 +15,7 @@ export class ListDomains {
   /** @throws NotFound, AppNotVisible */
   async execute(actor: Actor, appId: string, page: PageRequest): Promise<Page<Domain>> {
     const repos = this.deps.uow.repositories;
-    const app = await loadVisibleApp(repos, actor, appId);
-    const result = await repos.domains.listForApp(app.id, sliceOf(page));
-    assertPageExists(page, result.count);
-    return result;
+    return pageUnderApp(repos, actor, appId, page, (app, slice) => repos.domains.listForApp(app, slice));
   }
 }
 

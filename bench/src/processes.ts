@@ -11,16 +11,26 @@ export interface MemorySample {
 /** A server the benchmark started as a child process, listening on 127.0.0.1. */
 export interface ServerProcess {
   name: string;
-  url: string;
-  pid: number;
+  /** Where it listens now (a restart moves it to another port). */
+  readonly url: string;
+  readonly pid: number;
   memory(): MemorySample;
   /** CPU time the process has used so far (user and system), in seconds. */
   cpuSeconds(): number;
   /** The highest resident memory seen by the sampler since the last call to resetSampledPeak. */
   sampledPeakMiB(): number;
   resetSampledPeak(): void;
+  /** The highest resident memory of any of its processes so far (VmHWM), in MiB. */
+  peakMiB(): number;
   /** Whether it has exited, and the last lines it wrote: what to show when it failed. */
   postMortem(): string;
+  /**
+   * True when the process is gone because it was told to stop (exit code 0 after SIGTERM or
+   * SIGINT, or killed by a signal) rather than because it failed (any other exit code).
+   */
+  stoppedFromOutside(): boolean;
+  /** Starts it again on the same data, after it stopped from outside. */
+  restart(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -78,11 +88,15 @@ async function waitUntilHealthy(url: string, child: ChildProcess, output: () => 
   throw new Error(`server at ${url} did not become healthy within 60 s:\n${output()}`);
 }
 
-/**
- * Starts `node <script>` with `env` on a free port (passed as PORT), waits until
- * `/healthz` answers, and samples its resident memory every 100 ms.
- */
-export async function startServer(name: string, script: string, env: Record<string, string>): Promise<ServerProcess> {
+interface Incarnation {
+  child: ChildProcess;
+  pid: number;
+  url: string;
+  exited: Promise<void>;
+  output: () => string;
+}
+
+async function spawnServer(script: string, env: Record<string, string>): Promise<Incarnation> {
   const port = await freePort();
   const child = spawn(process.execPath, [script], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
@@ -95,45 +109,69 @@ export async function startServer(name: string, script: string, env: Record<stri
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const pid = child.pid ?? -1;
-  const url = `http://127.0.0.1:${port}`;
+  const incarnation = { child, pid: child.pid ?? -1, url: `http://127.0.0.1:${port}`, exited, output: () => output };
+  try {
+    await waitUntilHealthy(incarnation.url, child, incarnation.output);
+  } catch (error) {
+    await stopChild(incarnation);
+    throw error;
+  }
+  return incarnation;
+}
 
+async function stopChild({ child, exited }: Incarnation): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const stopped = await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)]);
+  if (!stopped) {
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+/**
+ * Starts `node <script>` with `env` on a free port (passed as PORT), waits until
+ * `/healthz` answers, and samples its resident memory every 100 ms.
+ */
+export async function startServer(name: string, script: string, env: Record<string, string>): Promise<ServerProcess> {
+  let current = await spawnServer(script, env);
   let sampledPeak = 0;
+  let earlierPeak = 0;
   const sampler = setInterval(() => {
-    const { rssMiB } = readStatus(pid);
+    const { rssMiB } = readStatus(current.pid);
     if (rssMiB > sampledPeak) sampledPeak = rssMiB;
   }, 100);
   sampler.unref();
-
-  const stop = async (): Promise<void> => {
-    clearInterval(sampler);
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    child.kill('SIGTERM');
-    const killed = await Promise.race([exited.then(() => true), sleep(15_000).then(() => false)]);
-    if (!killed) {
-      child.kill('SIGKILL');
-      await exited;
-    }
+  const status = (): string => {
+    const { child } = current;
+    return child.exitCode !== null || child.signalCode !== null ? `exited (${child.exitCode ?? child.signalCode})` : 'still running';
   };
 
-  try {
-    await waitUntilHealthy(url, child, () => output);
-  } catch (error) {
-    await stop();
-    throw error;
-  }
   return {
     name,
-    url,
-    pid,
-    memory: () => readStatus(pid),
-    cpuSeconds: () => readCpuSeconds(pid),
-    sampledPeakMiB: () => Math.max(sampledPeak, readStatus(pid).rssMiB),
-    resetSampledPeak: () => {
-      sampledPeak = readStatus(pid).rssMiB;
+    get url() {
+      return current.url;
     },
-    postMortem: () =>
-      `${child.exitCode !== null || child.signalCode !== null ? `exited (${child.exitCode ?? child.signalCode})` : 'still running'}; last output:\n${output.slice(-4000)}`,
-    stop,
+    get pid() {
+      return current.pid;
+    },
+    memory: () => readStatus(current.pid),
+    cpuSeconds: () => readCpuSeconds(current.pid),
+    sampledPeakMiB: () => Math.max(sampledPeak, readStatus(current.pid).rssMiB),
+    resetSampledPeak: () => {
+      sampledPeak = readStatus(current.pid).rssMiB;
+    },
+    peakMiB: () => Math.max(earlierPeak, readStatus(current.pid).peakMiB || 0),
+    postMortem: () => `${status()}; last output:\n${current.output().slice(-4000)}`,
+    stoppedFromOutside: () => current.child.signalCode !== null || current.child.exitCode === 0,
+    async restart() {
+      earlierPeak = Math.max(earlierPeak, readStatus(current.pid).peakMiB || 0);
+      await stopChild(current);
+      current = await spawnServer(script, env);
+    },
+    async stop() {
+      clearInterval(sampler);
+      await stopChild(current);
+    },
   };
 }

@@ -48,6 +48,15 @@ const log = (line: string): void => {
   process.stderr.write(`[bench] ${line}\n`);
 };
 
+/** What to undo if the run is interrupted: servers to stop, a scratch database to drop. */
+const cleanups = new Set<() => Promise<void>>();
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    log(`${signal}: stopping the servers and dropping the scratch database`);
+    void Promise.allSettled([...cleanups].map((cleanup) => cleanup())).then(() => process.exit(130));
+  });
+}
+
 type Kind = 'sqlite' | 'postgres';
 type Side = 'controller' | 'baseline';
 
@@ -114,11 +123,34 @@ async function setUpUsers(url: string): Promise<{ bench: string }> {
 
 // ---- measuring -----------------------------------------------------------------------
 
-async function latency(server: ServerProcess, request: RequestSpec): Promise<LoadResult> {
-  await runLoad(server.url, request, { connections: 1, amount: Math.max(50, Math.floor(GROWTH_REQUESTS / 5)) });
-  const result = await runLoad(server.url, request, { connections: 1, amount: GROWTH_REQUESTS });
-  if (result.failed > 0) throw new Error(`${server.name} ${request.method} ${request.path}: ${result.failed} failed requests; ${server.postMortem()}`);
-  return result;
+/** Servers restarted during the run, and why: printed with the figures. */
+const restarts: string[] = [];
+
+/**
+ * Runs `measure`. Should the server have been stopped from outside meanwhile (on a shared
+ * machine another program may signal a process id it once knew), it is restarted on the same
+ * data and measured again, once; the restart is reported with the figures. Any other
+ * failure ends the run.
+ */
+async function measured(server: ServerProcess, what: string, measure: () => Promise<LoadResult>): Promise<LoadResult> {
+  const result = await measure();
+  if (result.failed === 0) return result;
+  if (server.stoppedFromOutside()) {
+    const note = `${server.name} stopped from outside during ${what} (${server.postMortem().split('\n')[0] ?? ''}); restarted and measured again`;
+    log(note);
+    restarts.push(note);
+    await server.restart();
+    const again = await measure();
+    if (again.failed === 0) return again;
+  }
+  throw new Error(`${server.name} ${what}: ${result.failed} failed requests; ${server.postMortem()}`);
+}
+
+function latency(server: ServerProcess, request: RequestSpec): Promise<LoadResult> {
+  return measured(server, `${request.method} ${request.path} (latency)`, async () => {
+    await runLoad(server.url, request, { connections: 1, amount: Math.max(50, Math.floor(GROWTH_REQUESTS / 5)) });
+    return runLoad(server.url, request, { connections: 1, amount: GROWTH_REQUESTS });
+  });
 }
 
 async function pairOf(servers: Record<Side, ServerProcess>, measure: (server: ServerProcess) => Promise<LoadResult>, baselineFirst = false): Promise<Pair> {
@@ -141,7 +173,8 @@ async function settle(servers: readonly ServerProcess[]): Promise<void> {
   while (Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 200));
     const now = servers.map((server) => server.cpuSeconds());
-    if (now.every((seconds, i) => seconds - (before[i] ?? 0) < 0.02)) return;
+    // A process that is gone (NaN) counts as idle.
+    if (now.every((seconds, i) => !(seconds - (before[i] ?? 0) >= 0.02))) return;
     before = now;
   }
 }
@@ -166,15 +199,14 @@ function meanOfPairs(pairs: Pair[]): Pair {
   return { controller: meanOf(pairs.map((pair) => pair.controller)), baseline: meanOf(pairs.map((pair) => pair.baseline)) };
 }
 
-async function throughput(server: ServerProcess, request: RequestSpec, connections: number, durationS: number): Promise<LoadResult> {
-  await runLoad(server.url, request, { connections, durationS: WARMUP_S });
-  await settle([server]);
-  const result = await runLoad(server.url, request, { connections, durationS });
-  await settle([server]);
-  if (result.failed > 0) {
-    throw new Error(`${server.name} ${request.method} ${request.path} at ${connections}: ${result.failed} failed requests; ${server.postMortem()}`);
-  }
-  return result;
+function throughput(server: ServerProcess, request: RequestSpec, connections: number, durationS: number): Promise<LoadResult> {
+  return measured(server, `${request.method} ${request.path} at ${connections} connections`, async () => {
+    await runLoad(server.url, request, { connections, durationS: WARMUP_S });
+    await settle([server]);
+    const result = await runLoad(server.url, request, { connections, durationS });
+    await settle([server]);
+    return result;
+  });
 }
 
 // ---- one database --------------------------------------------------------------------
@@ -209,7 +241,7 @@ async function databaseVersion(kind: Kind, location: string): Promise<string> {
   const client = new Client({ connectionString: location });
   await client.connect();
   try {
-    return `PostgreSQL ${(await client.query<{ v: string }>('SHOW server_version')).rows[0]?.v ?? '?'} (pg)`;
+    return `PostgreSQL ${(await client.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v ?? '?'} (pg)`;
   } finally {
     await client.end();
   }
@@ -221,6 +253,14 @@ async function benchDatabase(kind: Kind, serverUrl: string | undefined): Promise
   let scratch: ScratchDatabase | null = null;
   const servers: Partial<Record<Side, ServerProcess>> = {};
   let seeder: Seeder | null = null;
+  const cleanup = async (): Promise<void> => {
+    await seeder?.close().catch(() => undefined);
+    await servers.controller?.stop();
+    await servers.baseline?.stop();
+    if (scratch !== null) await scratch.drop().catch((error: unknown) => log(`could not drop ${scratch?.name}: ${String(error)}`));
+    await rm(dir, { recursive: true, force: true });
+  };
+  cleanups.add(cleanup);
   try {
     const dataDir = join(dir, 'data');
     await mkdir(dataDir, { recursive: true });
@@ -347,13 +387,13 @@ async function benchDatabase(kind: Kind, serverUrl: string | undefined): Promise
         idleMiB: idle.controller,
         after100kAppsMiB: after100k.controller,
         peakUnderLoadMiB: both.controller.sampledPeakMiB(),
-        peakMiB: both.controller.memory().peakMiB,
+        peakMiB: both.controller.peakMiB(),
       },
       baseline: {
         idleMiB: idle.baseline,
         after100kAppsMiB: after100k.baseline,
         peakUnderLoadMiB: both.baseline.sampledPeakMiB(),
-        peakMiB: both.baseline.memory().peakMiB,
+        peakMiB: both.baseline.peakMiB(),
       },
     };
     return {
@@ -367,11 +407,8 @@ async function benchDatabase(kind: Kind, serverUrl: string | undefined): Promise
       seconds: (Date.now() - started) / 1000,
     };
   } finally {
-    await seeder?.close().catch(() => undefined);
-    await servers.controller?.stop();
-    await servers.baseline?.stop();
-    if (scratch !== null) await scratch.drop().catch((error: unknown) => log(`could not drop ${scratch?.name}: ${String(error)}`));
-    await rm(dir, { recursive: true, force: true });
+    cleanups.delete(cleanup);
+    await cleanup();
   }
 }
 
@@ -498,11 +535,12 @@ async function main(): Promise<void> {
     if (serverUrl === undefined) log('DATABASE_URL is not set: PostgreSQL is skipped');
     else results.push(await benchDatabase('postgres', serverUrl));
   }
-  const text = report(machine, results);
+  let text = report(machine, results);
+  if (restarts.length > 0) text += `\nServers restarted during the run:\n${restarts.map((note) => `- ${note}`).join('\n')}\n`;
   process.stdout.write(text);
   await writeFile(
     RESULTS_FILE,
-    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results }, null, 2)}\n`,
+    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, restarts }, null, 2)}\n`,
   );
   log(`results written to ${RESULTS_FILE}`);
 }

@@ -73,22 +73,25 @@ function handlerFor(route: Route, useCases: UseCases) {
     const { version, policy } = stateOf(res);
     // Endpoints of a later version do not exist for this request: not even their auth applies.
     if (!available(route, policy)) throw routeNotFound();
-    const base = { req, res, version, policy };
     // Credentials are checked before the body is read, so strangers cannot make us buffer it.
-    const readIfAny = (): Promise<unknown> => (route.method === 'get' ? Promise.resolve({}) : readBody(req, res));
+    // GET requests have none: no read, and no await to pay for one.
     switch (route.auth) {
       case 'required': {
         const actor = await requireActor(req, useCases);
-        await route.handle({ ...base, actor, body: await readIfAny() });
+        const body = route.method === 'get' ? {} : await readBody(req, res);
+        await route.handle({ req, res, version, policy, actor, body });
         return;
       }
       case 'optional': {
         const actor = await optionalActor(req, useCases);
-        await route.handle({ ...base, actor, body: await readIfAny() });
+        const body = route.method === 'get' ? {} : await readBody(req, res);
+        await route.handle({ req, res, version, policy, actor, body });
         return;
       }
-      case 'none':
-        await route.handle({ ...base, actor: null, body: await readIfAny() });
+      case 'none': {
+        const body = route.method === 'get' ? {} : await readBody(req, res);
+        await route.handle({ req, res, version, policy, actor: null, body });
+      }
     }
   };
 }

@@ -8,7 +8,7 @@ import { MIGRATIONS_TABLE, migrationsFor } from './migrations';
 import { Mutex } from './mutex';
 import { allSchemas, buildSchemas, type Schemas } from './schema';
 import type { Engine } from './session';
-import { PostgresPoolRunner, SqliteConnectionRunner, type SqlRunner } from './sql';
+import { PostgresPoolRunner, SLOW_STATEMENT_MS, SqliteConnectionRunner, type SqlRunner } from './sql';
 
 /** An engine with the life cycle the database facade drives. */
 export interface ManagedEngine extends Engine {
@@ -19,8 +19,8 @@ export interface ManagedEngine extends Engine {
   close(): Promise<void>;
 }
 
-// Queries slower than this are reported to the logger.
-const SLOW_QUERY_MS = 1000;
+// Queries slower than this are reported to the logger, TypeORM's and hand-written alike.
+const SLOW_QUERY_MS = SLOW_STATEMENT_MS;
 
 /** SQL that brackets a migration run, e.g. to take and release a lock. */
 interface MigrationGuard {
@@ -74,8 +74,9 @@ export class SqliteEngine implements ManagedEngine {
     readonly schemas: Schemas,
     private readonly writer: DataSource,
     private readonly readerSource: DataSource,
+    ormLogger: OrmLogger,
   ) {
-    this.readerSql = SqliteConnectionRunner.of(readerSource);
+    this.readerSql = SqliteConnectionRunner.of(readerSource, (ms, query) => ormLogger.logQuerySlow(ms, query));
   }
 
   /** Opens (and creates, when missing) the database file and its two connections. */
@@ -108,7 +109,7 @@ export class SqliteEngine implements ManagedEngine {
       await writer.destroy();
       throw error;
     }
-    return new SqliteEngine(schemas, writer, reader);
+    return new SqliteEngine(schemas, writer, reader, options.ormLogger);
   }
 
   get reader(): EntityManager {
@@ -186,8 +187,9 @@ export class PostgresEngine implements ManagedEngine {
   private constructor(
     readonly schemas: Schemas,
     private readonly dataSource: DataSource,
+    ormLogger: OrmLogger,
   ) {
-    this.readerSql = PostgresPoolRunner.of(dataSource);
+    this.readerSql = PostgresPoolRunner.of(dataSource, (ms, query) => ormLogger.logQuerySlow(ms, query));
   }
 
   /** Connects, retrying with back-off while the server is not reachable yet. */
@@ -212,7 +214,7 @@ export class PostgresEngine implements ManagedEngine {
       });
       try {
         await dataSource.initialize();
-        return new PostgresEngine(schemas, dataSource);
+        return new PostgresEngine(schemas, dataSource, options.ormLogger);
       } catch (error) {
         if (attempt >= options.connectRetries) throw error;
         const delayMs = Math.min(500 * 2 ** attempt, 10_000);

@@ -1,0 +1,5 @@
+/*
+ * The Docker Engine adapter: a scheduler running each container of a release as an engine
+ * container, and an image builder for git pushes. Its exports arrive with the classes.
+ */
+export {};

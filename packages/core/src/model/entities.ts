@@ -108,6 +108,25 @@ export interface Container {
   updated: Date;
 }
 
+/**
+ * An app's deploy in progress: who holds the right to change the app's containers, the
+ * release being rolled out and the containers started for it that no row records yet.
+ * One per app at most; a lease whose `expires` has passed belongs to a holder that stopped
+ * renewing it (it died), and may be taken over after its containers are stopped.
+ */
+export interface DeployLease {
+  app: string;
+  /** Unique per acquisition. */
+  holder: string;
+  /** The release version being rolled out; null for changes that make no release (scale, restart, delete). */
+  version: number | null;
+  /** Ids of the containers this deploy has started or is about to start, not yet published. */
+  containers: string[];
+  started: Date;
+  heartbeat: Date;
+  expires: Date;
+}
+
 /** A custom domain routed to an app. Stored in lower case without a trailing dot. */
 export interface Domain {
   uuid: string;

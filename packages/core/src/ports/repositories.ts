@@ -5,6 +5,7 @@ import type {
   Config,
   Container,
   ContainerState,
+  DeployLease,
   Domain,
   Key,
   NewCertificate,
@@ -153,6 +154,22 @@ export interface CertificateRepository {
   list(owner: string | null, slice: Slice): Promise<Page<Certificate>>;
 }
 
+/**
+ * Deploy leases: one row per app whose containers are being changed. Every method is one
+ * atomic statement, so that two controller processes never both believe they hold an app.
+ */
+export interface DeployLeaseRepository {
+  /** Inserts the lease unless the app has one already; true when inserted. */
+  insert(lease: DeployLease): Promise<boolean>;
+  find(app: string): Promise<DeployLease | null>;
+  /** Overwrites the app's lease with `lease` if `holder` still holds it; true when written. */
+  replace(holder: string, lease: DeployLease): Promise<boolean>;
+  /** Deletes the app's lease if `holder` holds it; true when deleted. */
+  remove(app: string, holder: string): Promise<boolean>;
+  /** Every lease, oldest first. */
+  list(): Promise<DeployLease[]>;
+}
+
 /** Every repository, bound to one connection or one transaction. */
 export interface Repositories {
   users: UserRepository;
@@ -167,6 +184,7 @@ export interface Repositories {
   keys: KeyRepository;
   permissions: PermissionRepository;
   certificates: CertificateRepository;
+  deploys: DeployLeaseRepository;
 }
 
 /** Runs work atomically: everything written inside `transaction` is committed together or not at all. */

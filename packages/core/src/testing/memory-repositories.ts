@@ -6,6 +6,7 @@ import type {
   Config,
   Container,
   ContainerState,
+  DeployLease,
   Domain,
   Key,
   NewCertificate,
@@ -22,6 +23,7 @@ import type {
   ConfigRepository,
   ContainerFilter,
   ContainerRepository,
+  DeployLeaseRepository,
   DomainRepository,
   KeyRepository,
   LoginFailureRepository,
@@ -50,6 +52,7 @@ export function memoryRepositories(store: MemoryStore, transaction: Transaction 
     keys: new MemoryKeys(context),
     permissions: new MemoryPermissions(context),
     certificates: new MemoryCertificates(context),
+    deploys: new MemoryDeploys(context),
   };
 }
 
@@ -458,5 +461,42 @@ class MemoryCertificates implements CertificateRepository {
       .certificates.filter((c) => owner === null || c.owner === owner)
       .sort((a, b) => compare(a.commonName, b.commonName));
     return page(rows, slice);
+  }
+}
+
+class MemoryDeploys implements DeployLeaseRepository {
+  constructor(private readonly c: Context) {}
+
+  async insert(lease: DeployLease): Promise<boolean> {
+    const tables = this.c.write();
+    if (tables.deploys.has(lease.app)) return false;
+    tables.deploys.set(lease.app, lease);
+    return true;
+  }
+
+  async find(app: string): Promise<DeployLease | null> {
+    return copyOrNull(this.c.read().deploys.get(app));
+  }
+
+  async replace(holder: string, lease: DeployLease): Promise<boolean> {
+    const tables = this.c.write();
+    if (tables.deploys.get(lease.app)?.holder !== holder) return false;
+    tables.deploys.set(lease.app, lease);
+    return true;
+  }
+
+  async remove(app: string, holder: string): Promise<boolean> {
+    const tables = this.c.write();
+    if (tables.deploys.get(app)?.holder !== holder) return false;
+    tables.deploys.remove(app);
+    return true;
+  }
+
+  async list(): Promise<DeployLease[]> {
+    return this.c
+      .read()
+      .deploys.values()
+      .sort((a, b) => a.started.getTime() - b.started.getTime() || compare(a.app, b.app))
+      .map(deepCopy);
   }
 }

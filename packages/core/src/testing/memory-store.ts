@@ -4,6 +4,7 @@ import type {
   Certificate,
   Config,
   Container,
+  DeployLease,
   Domain,
   Key,
   Release,
@@ -38,6 +39,7 @@ export interface MemoryState {
   keys: Key[];
   permissions: StoredPermission[];
   certificates: Certificate[];
+  deploys: DeployLease[];
 }
 
 interface Row<V> {
@@ -174,6 +176,8 @@ export interface Tables {
   keys: TableView<string, Key>;
   permissions: TableView<string, StoredPermission>;
   certificates: TableView<string, Certificate>;
+  /** Keyed by app. */
+  deploys: TableView<string, DeployLease>;
 }
 
 type TableOf<T> = { [P in keyof T]: T[P] extends TableView<infer K, infer V> ? Table<K, V> : never };
@@ -204,6 +208,7 @@ export class Transaction {
       keys: overlay(live.keys),
       permissions: overlay(live.permissions),
       certificates: overlay(live.certificates),
+      deploys: overlay(live.deploys),
     };
   }
 
@@ -245,6 +250,7 @@ export class MemoryStore {
     keys: new Table(this.nextSeq),
     permissions: new Table(this.nextSeq),
     certificates: new Table(this.nextSeq),
+    deploys: new Table(this.nextSeq),
   };
   private readonly counters = { user: 1, certificate: 1, loginFailure: 1 };
   private writeFailures = { remaining: 0, error: (): Error => new Error('Write failed (injected)') };
@@ -299,6 +305,7 @@ export class MemoryStore {
       keys: by(this.live.keys, (k) => `${k.owner}\u0000${k.id}`),
       permissions: by(this.live.permissions, (p) => `${p.app}\u0000${p.username}`),
       certificates: by(this.live.certificates, (c) => c.commonName),
+      deploys: by(this.live.deploys, (d) => d.app),
     };
   }
 }

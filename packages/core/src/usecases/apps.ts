@@ -10,6 +10,7 @@ import { releaseEnvironment } from '../rules/config';
 import { FieldErrorCollector, bodyObject, optionalString, requiredString, toInteger } from '../rules/fields';
 import { loadAdministeredApp, loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
 import { containerSpec, currentReleaseWithBuild } from './deploy';
+import { withAppLease, type LeaseDependencies } from './leases';
 
 /** How many times a generated name is retried before giving up. */
 const NAME_ATTEMPTS = 10;
@@ -112,12 +113,18 @@ export class UpdateApp {
 
 /** Stops an app's containers and deletes it with everything under it. */
 export class DeleteApp {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'scheduler' | 'logs'>) {}
+  constructor(private readonly deps: LeaseDependencies) {}
 
-  /** @throws NotFound, AppNotVisible, Forbidden for collaborators, Unavailable when containers cannot be stopped. */
+  /**
+   * Under the app's deploy lease, stops its containers with no transaction open, then
+   * deletes the app and ends the lease in one short transaction.
+   * @throws NotFound, AppNotVisible, Forbidden for collaborators, Unavailable when containers cannot be stopped.
+   */
   async execute(actor: Actor, appId: string): Promise<void> {
-    await this.deps.uow.transaction(async (repos) => {
-      const app = await loadAdministeredApp(repos, actor, appId, true);
+    const visible = await loadAdministeredApp(this.deps.uow.repositories, actor, appId);
+    await withAppLease(this.deps, visible.id, async (lease) => {
+      const repos = this.deps.uow.repositories;
+      const app = await loadAdministeredApp(repos, actor, appId);
       const containers = await repos.containers.listForApp(app.id, { includeRun: true });
       const stopped: Container[] = [];
       for (const container of containers) {
@@ -131,7 +138,10 @@ export class DeleteApp {
           throw new Unavailable('SCHEDULER.FAILED', `The scheduler failed to stop ${app.id} ${container.type}.${container.num}: ${reason}`);
         }
       }
-      await repos.apps.delete(app.id);
+      await this.deps.uow.transaction(async (tx) => {
+        await lease.publish(tx);
+        await tx.apps.delete(app.id);
+      });
     });
     try {
       await this.deps.logs.remove(appId);

@@ -7,7 +7,8 @@ import { PROCESS_TYPE_PATTERN } from '../rules/config';
 import { FieldErrorCollector, isPlainObject, toInteger } from '../rules/fields';
 import { runnableTypes } from '../rules/releases';
 import { loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
-import { containerSpec, currentReleaseWithBuild, withRollout } from './deploy';
+import { carryOut, containerSpec, currentReleaseWithBuild, Rollout } from './deploy';
+import { withAppLease, type LeaseDependencies } from './leases';
 
 /** Replaces recorded states with the scheduler's live ones where it knows them. */
 async function withLiveStates(scheduler: CoreDependencies['scheduler'], containers: Container[]): Promise<Container[]> {
@@ -54,39 +55,46 @@ function parseScale(body: unknown, max: number): Structure {
 
 /** Sets how many containers of each process type run. */
 export class ScaleApp {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'scheduler' | 'ids' | 'clock' | 'logs' | 'settings'>) {}
+  constructor(private readonly deps: LeaseDependencies) {}
 
   /**
-   * Scale-down removes the highest numbers first.
+   * Scale-down removes the highest numbers first. New containers start under the app's
+   * deploy lease with no transaction open; one short transaction then records them with the
+   * structure, and the removed ones stop after it.
    * @throws ValidationFailed / RequestRejected for a bad body or unknown type; NoBuild; NotFound,
    *   AppNotVisible; Unavailable when the scheduler fails (nothing changes then).
    */
   async execute(actor: Actor, appId: string, body: unknown): Promise<void> {
     const requested = parseScale(body, this.deps.settings.scaleMaxPerType);
-    const app = await withRollout(this.deps, async (repos, rolloutFor) => {
-      const app = await loadVisibleApp(repos, actor, appId, true);
+    const visible = await loadVisibleApp(this.deps.uow.repositories, actor, appId);
+    const app = await withAppLease(this.deps, visible.id, async (lease) => {
+      const repos = this.deps.uow.repositories;
+      const app = await loadVisibleApp(repos, actor, appId);
       const state = await currentReleaseWithBuild(repos, app.id);
       const runnable = runnableTypes(state.build.procfile);
       const unknown = Object.keys(requested).filter((type) => !runnable.has(type));
       if (unknown.length > 0) {
         throw new ValidationFailed(Object.fromEntries(unknown.map((t) => [t, [`Container type ${t} does not exist in application`]])));
       }
-      const rollout = rolloutFor(app);
+      const rollout = new Rollout(this.deps, app);
       for (const [type, count] of Object.entries(requested)) {
         const existing = await repos.containers.listForApp(app.id, { type });
         const byNumber = [...existing].sort((a, b) => a.num - b.num);
-        for (const container of byNumber.slice(count).reverse()) await rollout.retire(repos, container);
+        for (const container of byNumber.slice(count).reverse()) rollout.retire(container);
         const used = new Set(byNumber.slice(0, count).map((c) => c.num));
         let num = 1;
         for (let have = Math.min(count, byNumber.length); have < count; have++) {
           while (used.has(num)) num++;
           used.add(num);
-          await rollout.start(repos, state, type, num);
+          rollout.plan(state, type, num);
         }
       }
-      const updated = { ...app, structure: { ...app.structure, ...requested }, updated: this.deps.clock.now() };
-      await repos.apps.update(updated);
-      return updated;
+      return carryOut(this.deps, lease, rollout, null, async (tx) => {
+        const locked = await loadVisibleApp(tx, actor, appId, true);
+        const updated = { ...locked, structure: { ...locked.structure, ...requested }, updated: this.deps.clock.now() };
+        await tx.apps.update(updated);
+        return updated;
+      });
     });
     const summary = Object.entries(requested).map(([type, count]) => `${type}=${count}`).join(' ');
     await logEvent(this.deps, app.id, `${actor.user.username} scaled containers ${summary}`);
@@ -101,12 +109,18 @@ export interface RestartTarget {
 
 /** Restarts an app's containers in place. */
 export class RestartContainers {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'scheduler' | 'clock' | 'logs'>) {}
+  constructor(private readonly deps: LeaseDependencies) {}
 
-  /** @throws NotFound (app, or no container matches a given type/num), AppNotVisible, Unavailable. */
+  /**
+   * Restarts under the app's deploy lease with no transaction open, then records the states
+   * the scheduler reports in one short transaction.
+   * @throws NotFound (app, or no container matches a given type/num), AppNotVisible, Unavailable.
+   */
   async execute(actor: Actor, appId: string, target: RestartTarget): Promise<Container[]> {
-    const restarted = await this.deps.uow.transaction(async (repos) => {
-      const app = await loadVisibleApp(repos, actor, appId, true);
+    const visible = await loadVisibleApp(this.deps.uow.repositories, actor, appId);
+    const restarted = await withAppLease(this.deps, visible.id, async (lease) => {
+      const repos = this.deps.uow.repositories;
+      const app = await loadVisibleApp(repos, actor, appId);
       const containers = await this.select(repos, app.id, target);
       if (containers.length === 0) return [];
       const state = await currentReleaseWithBuild(repos, app.id);
@@ -121,10 +135,13 @@ export class RestartContainers {
           const reason = error instanceof Error ? error.message : 'unknown error';
           throw new Unavailable('SCHEDULER.FAILED', `The scheduler failed to restart ${app.id} ${container.type}.${container.num}: ${reason}`);
         }
-        const updated = this.deps.clock.now();
-        await repos.containers.updateState(container.uuid, containerState, updated);
-        result.push({ ...container, state: containerState, updated });
+        result.push({ ...container, state: containerState, updated: this.deps.clock.now() });
       }
+      await this.deps.uow.transaction(async (tx) => {
+        await lease.publish(tx);
+        // A container removed meanwhile (its app deleted) is not brought back by a state update.
+        for (const container of result) await tx.containers.updateState(container.uuid, container.state, container.updated);
+      });
       return result;
     });
     if (restarted.length > 0) {
@@ -156,13 +173,15 @@ const RESTORE_LOG_SOURCE = 'svc[scheduler]';
  * scheduler that has forgotten them.
  */
 export class RestoreContainers {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'scheduler' | 'clock' | 'logs'>) {}
+  constructor(private readonly deps: LeaseDependencies) {}
 
   /**
    * For every app: deletes the leftover records of one-off `run` containers and starts each
    * other recorded container on the app's current release, with its recorded id, type and
    * number, recording the state the scheduler reports. A container that fails to start is
    * recorded `error` and the reason is written to the app's log; nothing is thrown for it.
+   * Each app is restored under its deploy lease, with no transaction open while the
+   * scheduler starts containers.
    */
   async execute(): Promise<{ restored: number }> {
     let restored = 0;
@@ -176,40 +195,45 @@ export class RestoreContainers {
 
   private async restoreApp(appId: string): Promise<number> {
     let restored = 0;
-    let failures: string[] = [];
+    const failures: string[] = [];
     try {
-      await this.deps.uow.transaction(async (repos) => {
-        // A retried transaction starts over; the scheduler restarts ids it already runs.
-        restored = 0;
-        failures = [];
-        const app = await repos.apps.lockById(appId);
+      await withAppLease(this.deps, appId, async (lease) => {
+        const repos = this.deps.uow.repositories;
+        const app = await repos.apps.findById(appId);
         if (!app) return;
         const containers = await repos.containers.listForApp(app.id, { includeRun: true });
-        // A one-off command does not outlive the controller that waited for it.
-        for (const run of containers.filter((c) => c.type === 'run')) await repos.containers.delete(run.uuid);
+        const runs = containers.filter((c) => c.type === 'run');
         const recorded = containers.filter((c) => c.type !== 'run');
-        if (recorded.length === 0) return;
+        const states: Array<{ uuid: string; state: Container['state']; updated: Date }> = [];
         let state;
         try {
-          state = await currentReleaseWithBuild(repos, app.id);
+          state = recorded.length === 0 ? null : await currentReleaseWithBuild(repos, app.id);
         } catch (error) {
           if (!(error instanceof NoBuild)) throw error;
           failures.push('failed to restore containers: the current release has no build');
-          for (const container of recorded) await repos.containers.updateState(container.uuid, 'error', this.deps.clock.now());
-          return;
+          for (const container of recorded) states.push({ uuid: container.uuid, state: 'error', updated: this.deps.clock.now() });
+          state = null;
         }
-        for (const container of recorded) {
-          const spec = containerSpec(app, state, container.type, container.num, container.uuid);
-          let containerState: Container['state'];
-          try {
-            containerState = await this.deps.scheduler.start(spec);
-            restored++;
-          } catch (error) {
-            containerState = 'error';
-            failures.push(`failed to restore ${container.type}.${container.num}: ${reasonOf(error)}`);
+        if (state !== null) {
+          for (const container of recorded) {
+            const spec = containerSpec(app, state, container.type, container.num, container.uuid);
+            let containerState: Container['state'];
+            try {
+              containerState = await this.deps.scheduler.start(spec);
+              restored++;
+            } catch (error) {
+              containerState = 'error';
+              failures.push(`failed to restore ${container.type}.${container.num}: ${reasonOf(error)}`);
+            }
+            states.push({ uuid: container.uuid, state: containerState, updated: this.deps.clock.now() });
           }
-          await repos.containers.updateState(container.uuid, containerState, this.deps.clock.now());
         }
+        await this.deps.uow.transaction(async (tx) => {
+          await lease.publish(tx);
+          // A one-off command does not outlive the controller that waited for it.
+          for (const run of runs) await tx.containers.delete(run.uuid);
+          for (const { uuid, state: s, updated } of states) await tx.containers.updateState(uuid, s, updated);
+        });
       });
     } catch (error) {
       failures.push(`failed to restore containers: ${reasonOf(error)}`);

@@ -33,6 +33,12 @@ export interface Settings {
   loginFailureWindowSeconds: number;
   /** How many of an app's most recently released builds keep their source, so that they can be rolled back to. */
   buildRetention: number;
+  /**
+   * How long a deploy's lease on its app lasts without being renewed (the holder renews it
+   * three times per period while it works): a controller process that dies mid-deploy
+   * leaves its app locked for at most this long before another takes over and cleans up.
+   */
+  deployLeaseSeconds: number;
 }
 
 /** The defaults SPEC.md gives for every setting. */
@@ -47,6 +53,7 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
   loginFailureLimit: 10,
   loginFailureWindowSeconds: 15 * 60,
   buildRetention: 10,
+  deployLeaseSeconds: 30,
 });
 
 /** Every port the use cases need. Each use case takes only the ones it uses. */

@@ -1,10 +1,11 @@
 import { NoBuild, NotFound, Unavailable } from '../errors';
 import type { App, Build, Config, Container, Release, Structure } from '../model/entities';
 import type { Repositories } from '../ports/repositories';
-import type { ContainerSpec, Scheduler } from '../ports/services';
+import type { ContainerSpec } from '../ports/services';
 import { commandFor, runnableTypes } from '../rules/releases';
 import { releaseEnvironment } from '../rules/config';
 import { logEvent, type CoreDependencies } from './context';
+import { stopAll, type HeldLease } from './leases';
 
 /** A release with the build and config it points to. */
 export interface ReleaseState {
@@ -54,52 +55,32 @@ export function containerSpec(app: App, state: ReleaseState & { build: Build }, 
   };
 }
 
-function schedulerFailure(action: string, error: unknown): Unavailable {
+/** The core's answer when the scheduler fails: a 503 that says what failed. */
+export function schedulerFailure(action: string, error: unknown): Unavailable {
   const reason = error instanceof Error && error.message ? error.message : 'unknown error';
   return new Unavailable('SCHEDULER.FAILED', `The scheduler failed to ${action}: ${reason}`);
 }
 
-/** Stops containers, collecting failures instead of stopping at the first. */
-async function stopAll(scheduler: Scheduler, ids: string[]): Promise<unknown[]> {
-  const failures: unknown[] = [];
-  for (const id of ids) {
-    try {
-      await scheduler.stop(id);
-    } catch (error) {
-      failures.push(error);
-    }
-  }
-  return failures;
-}
-
 /**
- * Starting containers inside a transaction, with what to do once it commits or fails.
- * New containers run before the transaction commits; the ones they replace stop only after.
+ * A change to an app's containers, planned in memory, carried out with no transaction open:
+ * `plan` and `retire` say what the change is, `startAll` starts the new containers through
+ * the scheduler, `write` records the change inside the (short) transaction that publishes
+ * it, and `finish` stops the replaced containers once it has committed; `abort` stops what
+ * was started when anything fails, so a failed change leaves neither rows nor processes.
  */
 export class Rollout {
+  private readonly planned: Array<{ container: Container; spec: ContainerSpec }> = [];
+  private readonly retiring: Container[] = [];
   private readonly started: string[] = [];
-  private readonly retiring: string[] = [];
 
   constructor(
     private readonly deps: Pick<CoreDependencies, 'scheduler' | 'ids' | 'clock' | 'logs'>,
     private readonly app: App,
   ) {}
 
-  /**
-   * Starts a container and records it.
-   * @throws Unavailable when the scheduler fails (the containers this rollout started are stopped).
-   */
-  async start(repos: Repositories, state: ReleaseState & { build: Build }, type: string, num: number): Promise<Container> {
+  /** Plans a new container of `state`'s release. */
+  plan(state: ReleaseState & { build: Build }, type: string, num: number): Container {
     const id = this.deps.ids.uuid();
-    const spec = containerSpec(this.app, state, type, num, id);
-    let containerState;
-    try {
-      this.started.push(id);
-      containerState = await this.deps.scheduler.start(spec);
-    } catch (error) {
-      await this.abort();
-      throw schedulerFailure(`start ${this.app.id} ${type}.${num}`, error);
-    }
     const now = this.deps.clock.now();
     const container: Container = {
       uuid: id,
@@ -108,23 +89,50 @@ export class Rollout {
       release: state.release.version,
       type,
       num,
-      state: containerState,
+      state: 'initialized',
       created: now,
       updated: now,
     };
-    await repos.containers.create(container);
+    this.planned.push({ container, spec: containerSpec(this.app, state, type, num, id) });
     return container;
   }
 
-  /** Removes a container's record now; its process stops once the transaction has committed. */
-  async retire(repos: Repositories, container: Container): Promise<void> {
-    await repos.containers.delete(container.uuid);
-    this.retiring.push(container.uuid);
+  /** Plans the removal of a container: its record goes with the publishing transaction, its process after it. */
+  retire(container: Container): void {
+    this.retiring.push(container);
+  }
+
+  /** Ids of the containers this rollout starts. */
+  get starting(): string[] {
+    return this.planned.map((p) => p.container.uuid);
+  }
+
+  /**
+   * Starts the planned containers, one after another, recording the state each reports.
+   * @throws Unavailable when the scheduler fails (the containers this rollout started are stopped).
+   */
+  async startAll(): Promise<void> {
+    for (const { container, spec } of this.planned) {
+      try {
+        this.started.push(container.uuid);
+        container.state = await this.deps.scheduler.start(spec);
+      } catch (error) {
+        await this.abort();
+        throw schedulerFailure(`start ${this.app.id} ${container.type}.${container.num}`, error);
+      }
+      container.updated = this.deps.clock.now();
+    }
+  }
+
+  /** Inside the publishing transaction: records the new containers and removes the records of the retired ones. */
+  async write(repos: Repositories): Promise<void> {
+    for (const { container } of this.planned) await repos.containers.create(container);
+    for (const container of this.retiring) await repos.containers.delete(container.uuid);
   }
 
   /** After commit: stops the replaced containers. Failures are logged, not thrown: the change is done. */
   async finish(): Promise<void> {
-    const failures = await stopAll(this.deps.scheduler, this.retiring.splice(0));
+    const failures = await stopAll(this.deps.scheduler, this.retiring.splice(0).map((c) => c.uuid));
     for (const failure of failures) {
       await logEvent(this.deps, this.app.id, `failed to stop a replaced container: ${describe(failure)}`, 'svc[scheduler]');
     }
@@ -142,40 +150,42 @@ function describe(error: unknown): string {
 }
 
 /**
- * Runs `work` in a transaction in which containers may be started: they are finished
- * (replaced containers stopped) after commit, and aborted (started containers stopped) on
- * any failure, so a failed request leaves neither rows nor processes behind.
+ * Carries out a planned rollout under the app's lease: records what it is about to start in
+ * the lease, starts it with no transaction open, then publishes in one short transaction
+ * (`publish`, which also ends the lease), and stops what it replaced. On any failure the
+ * started containers are stopped and nothing is written.
+ * @throws whatever `publish` throws; Unavailable when the scheduler fails or the lease was lost.
  */
-export async function withRollout<T>(
-  deps: Pick<CoreDependencies, 'uow' | 'scheduler' | 'ids' | 'clock' | 'logs'>,
-  work: (repos: Repositories, rolloutFor: (app: App) => Rollout) => Promise<T>,
+export async function carryOut<T>(
+  deps: Pick<CoreDependencies, 'uow'>,
+  lease: HeldLease,
+  rollout: Rollout,
+  version: number | null,
+  publish: (repos: Repositories) => Promise<T>,
 ): Promise<T> {
-  const rollouts: Rollout[] = [];
-  const rolloutFor = (app: App): Rollout => {
-    const rollout = new Rollout(deps, app);
-    rollouts.push(rollout);
-    return rollout;
-  };
+  await lease.record(version, rollout.starting);
+  await rollout.startAll();
   let result: T;
   try {
     result = await deps.uow.transaction(async (repos) => {
-      // A retried transaction starts over: undo what an earlier attempt started.
-      for (const rollout of rollouts.splice(0)) await rollout.abort();
-      return work(repos, rolloutFor);
+      await lease.publish(repos);
+      const published = await publish(repos);
+      await rollout.write(repos);
+      return published;
     });
   } catch (error) {
-    for (const rollout of rollouts) await rollout.abort();
+    await rollout.abort();
     throw error;
   }
-  for (const rollout of rollouts) await rollout.finish();
+  await rollout.finish();
   return result;
 }
 
 /**
- * Replaces every running container of the app by containers of `state`'s release, in the
- * given structure (types the build cannot run are skipped).
+ * Plans the replacement of every running container of the app by containers of `state`'s
+ * release, in the given structure (types the build cannot run are skipped).
  */
-export async function deployRelease(
+export async function planRelease(
   repos: Repositories,
   rollout: Rollout,
   state: ReleaseState & { build: Build },
@@ -185,7 +195,7 @@ export async function deployRelease(
   const old = await repos.containers.listForApp(state.release.app);
   for (const [type, count] of Object.entries(structure)) {
     if (!runnable.has(type)) continue;
-    for (let num = 1; num <= count; num++) await rollout.start(repos, state, type, num);
+    for (let num = 1; num <= count; num++) rollout.plan(state, type, num);
   }
-  for (const container of old) await rollout.retire(repos, container);
+  for (const container of old) rollout.retire(container);
 }

@@ -13,6 +13,7 @@ import {
 } from './auth';
 import { ListContainers, RestartContainers, RestoreContainers, ScaleApp } from './containers';
 import type { CoreDependencies } from './context';
+import { RecoverDeploys } from './leases';
 import { CreateBuild, DeploySource, GetConfig, GetRelease, ListBuilds, ListReleases, Rollback, SetConfig } from './releases';
 import {
   AddCertificate,
@@ -36,6 +37,7 @@ export * from './auth';
 export * from './containers';
 export * from './context';
 export * from './deploy';
+export * from './leases';
 export * from './releases';
 export * from './resources';
 export * from './sources';
@@ -64,6 +66,7 @@ export const USE_CASES = {
   scaleApp: ScaleApp,
   restartContainers: RestartContainers,
   restoreContainers: RestoreContainers,
+  recoverDeploys: RecoverDeploys,
   getConfig: GetConfig,
   setConfig: SetConfig,
   listBuilds: ListBuilds,

@@ -7,16 +7,19 @@ import { FieldErrorCollector, bodyObject, isPlainObject, optionalString, require
 import { describeDeploy, structureForBuild } from '../rules/releases';
 import { planSourceBuild, type SourceFiles } from '../rules/sources';
 import { loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependencies } from './context';
-import { currentRelease, deployRelease, releaseState, withRollout, type ReleaseState } from './deploy';
+import { carryOut, currentRelease, planRelease, releaseState, Rollout, type ReleaseState } from './deploy';
+import { withAppLease, type LeaseDependencies } from './leases';
 import { keyActor, retainedBuilds, userOfKey } from './sources';
 
-type ReleaseDeps = Pick<CoreDependencies, 'uow' | 'scheduler' | 'ids' | 'clock' | 'logs'>;
+type ReleaseDeps = LeaseDependencies;
 
-/** What a new release points to, and what it says about itself (without the actor's name). */
+/** What a new release points to, what it says about itself (without the actor's name), and what it adds. */
 interface ReleaseChange {
   config: Config;
   build: Build | null;
   summary: string;
+  /** The config or build this release introduces, written when it is published. */
+  creates: { config?: Config; build?: Build };
 }
 
 /** A new release of an app, with the app as it is after the release. */
@@ -25,9 +28,10 @@ export interface PublishedRelease extends ReleaseState {
 }
 
 /**
- * Creates the next release of an app and deploys it, all in one transaction: the release,
- * the config or build it introduces, the app's structure and its containers are written
- * together or not at all.
+ * Creates the next release of an app and deploys it under the app's deploy lease. `change`
+ * only reads: the release, the config or build it introduces, the app's structure and its
+ * containers are written together, in one short transaction once the new containers run,
+ * or not at all; until then none of it is visible.
  */
 async function publishRelease<C extends ReleaseChange>(
   deps: ReleaseDeps,
@@ -35,8 +39,11 @@ async function publishRelease<C extends ReleaseChange>(
   appId: string,
   change: (repos: Repositories, current: ReleaseState, app: App) => Promise<C>,
 ): Promise<PublishedRelease & { build: C['build'] }> {
-  const published = await withRollout(deps, async (repos, rolloutFor) => {
-    let app = await loadVisibleApp(repos, actor, appId, true);
+  const visible = await loadVisibleApp(deps.uow.repositories, actor, appId);
+  const published = await withAppLease(deps, visible.id, async (lease) => {
+    // Read again under the lease: whatever ran before it is published by now.
+    const repos = deps.uow.repositories;
+    const app = await loadVisibleApp(repos, actor, appId);
     const current = await currentRelease(repos, app.id);
     const next = await change(repos, current, app);
     const now = deps.clock.now();
@@ -51,21 +58,27 @@ async function publishRelease<C extends ReleaseChange>(
       created: now,
       updated: now,
     };
-    await repos.releases.create(release);
     const state: ReleaseState = { release, build: next.build, config: next.config };
-    const rollout = rolloutFor(app);
+    const rollout = new Rollout(deps, app);
+    const structure = next.build ? structureForBuild(app.structure, next.build.procfile) : app.structure;
     if (next.build) {
-      const structure = structureForBuild(app.structure, next.build.procfile);
-      if (JSON.stringify(structure) !== JSON.stringify(app.structure)) {
-        app = { ...app, structure, updated: now };
-        await repos.apps.update(app);
-      }
-      await deployRelease(repos, rollout, { ...state, build: next.build }, structure);
+      await planRelease(repos, rollout, { ...state, build: next.build }, structure);
     } else {
       // A release without a build has nothing to run.
-      for (const container of await repos.containers.listForApp(app.id)) await rollout.retire(repos, container);
+      for (const container of await repos.containers.listForApp(app.id)) rollout.retire(container);
     }
-    return { app, ...state, build: next.build };
+    return carryOut(deps, lease, rollout, release.version, async (tx) => {
+      const locked = await loadVisibleApp(tx, actor, appId, true);
+      if (next.creates.config) await tx.configs.create(next.creates.config);
+      if (next.creates.build) await tx.builds.create(next.creates.build);
+      await tx.releases.create(release);
+      let published = locked;
+      if (JSON.stringify(structure) !== JSON.stringify(locked.structure)) {
+        published = { ...locked, structure, updated: now };
+        await tx.apps.update(published);
+      }
+      return { app: published, ...state, build: next.build };
+    });
   });
   await logEvent(deps, published.app.id, published.release.summary);
   return published;
@@ -101,8 +114,7 @@ export class SetConfig {
         created: now,
         updated: now,
       };
-      await repos.configs.create(config);
-      return { config, build: current.build, summary: describeConfigChange(current.config, merged) };
+      return { config, build: current.build, summary: describeConfigChange(current.config, merged), creates: { config } };
     });
   }
 }
@@ -147,8 +159,7 @@ export class CreateBuild {
       const build: Build = {
         uuid: this.deps.ids.uuid(), app: app.id, owner: actor.user.username, ...fields, workdir: null, created: now, updated: now,
       };
-      await repos.builds.create(build);
-      return { config: current.config, build, summary: describeDeploy(build) };
+      return { config: current.config, build, summary: describeDeploy(build), creates: { build } };
     });
   }
 }
@@ -179,8 +190,7 @@ export class DeploySource {
       const build: Build = {
         uuid: this.deps.ids.uuid(), app: app.id, owner: actor.user.username, ...plan, workdir: source.workdir, created: now, updated: now,
       };
-      await repos.builds.create(build);
-      return { config: current.config, build, summary: describeDeploy(build) };
+      return { config: current.config, build, summary: describeDeploy(build), creates: { build } };
     });
   }
 }
@@ -217,7 +227,7 @@ export class Rollback {
           `Release v${version} can no longer be rolled back to: only the last ${retention} builds keep their source.`,
         );
       }
-      return { config: state.config, build: state.build, summary: `rolled back to v${version}` };
+      return { config: state.config, build: state.build, summary: `rolled back to v${version}`, creates: {} };
     });
   }
 }

@@ -1,0 +1,252 @@
+import { Unavailable } from '../errors';
+import type { DeployLease } from '../model/entities';
+import type { Repositories, UnitOfWork } from '../ports/repositories';
+import type { Scheduler } from '../ports/services';
+import { logEvent, type CoreDependencies } from './context';
+
+/** The ports that serialising an app's deploys needs. */
+export type LeaseDependencies = Pick<CoreDependencies, 'uow' | 'scheduler' | 'ids' | 'clock' | 'logs' | 'settings'>;
+
+/** The source of the lines written to an app's log about deploys cleaned up after their holder died. */
+const CLEANUP_LOG_SOURCE = 'svc[scheduler]';
+
+/** Waiting for another controller process's lease: first pause, and the longest. */
+const FIRST_POLL_MS = 10;
+const LONGEST_POLL_MS = 500;
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Runs tasks of one key one after another in arrival order; tasks of different keys run side by side. */
+export class KeyedQueue {
+  private readonly tails = new Map<string, Promise<void>>();
+
+  /** Runs `task` once every earlier task of `key` has settled. */
+  async run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.tails.get(key) ?? Promise.resolve();
+    let done!: () => void;
+    const finished = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    const tail = previous.then(() => finished);
+    this.tails.set(key, tail);
+    await previous;
+    try {
+      return await task();
+    } finally {
+      done();
+      // The last task of a key leaves no entry behind.
+      if (this.tails.get(key) === tail) this.tails.delete(key);
+    }
+  }
+
+  /** How many keys have a task running or waiting. */
+  get size(): number {
+    return this.tails.size;
+  }
+}
+
+// One queue per database: every set of use cases built on the same unit of work shares it,
+// whichever object holds them (the server builds use cases per request).
+const queues = new WeakMap<UnitOfWork, KeyedQueue>();
+
+function queueOf(uow: UnitOfWork): KeyedQueue {
+  let queue = queues.get(uow);
+  if (queue === undefined) {
+    queue = new KeyedQueue();
+    queues.set(uow, queue);
+  }
+  return queue;
+}
+
+function lost(app: string): Unavailable {
+  return new Unavailable('DEPLOY.LEASE_LOST', `The deploy of ${app} took too long to report progress and was cancelled; try again.`);
+}
+
+/** Stops containers, collecting failures instead of stopping at the first. */
+export async function stopAll(scheduler: Scheduler, ids: readonly string[]): Promise<unknown[]> {
+  const failures: unknown[] = [];
+  for (const id of ids) {
+    try {
+      await scheduler.stop(id);
+    } catch (error) {
+      failures.push(error);
+    }
+  }
+  return failures;
+}
+
+function describe(error: unknown): string {
+  return error instanceof Error && error.message ? error.message : String(error);
+}
+
+/** The app's deploy lease while this process holds it. */
+export class HeldLease {
+  private published = false;
+
+  constructor(
+    private readonly deps: LeaseDependencies,
+    private lease: DeployLease,
+  ) {}
+
+  get app(): string {
+    return this.lease.app;
+  }
+
+  get holder(): string {
+    return this.lease.holder;
+  }
+
+  /**
+   * Writes down the release being rolled out and the containers about to be started, before
+   * starting them: if this process dies, whoever cleans up knows what to stop.
+   * @throws Unavailable when the lease was taken over.
+   */
+  async record(version: number | null, containers: readonly string[]): Promise<void> {
+    const next: DeployLease = { ...this.lease, ...this.renewedTimes(), version, containers: [...containers] };
+    if (!(await this.deps.uow.repositories.deploys.replace(this.lease.holder, next))) throw lost(this.app);
+    this.lease = next;
+  }
+
+  /** Pushes the expiry forward; false when the lease was taken over. A database failure is left for the next renewal. */
+  async renew(): Promise<boolean> {
+    const next: DeployLease = { ...this.lease, ...this.renewedTimes() };
+    try {
+      if (!(await this.deps.uow.repositories.deploys.replace(this.lease.holder, next))) return false;
+      this.lease = next;
+    } catch {
+      // The lease expires if this goes on; publishing then finds it lost and undoes the deploy.
+    }
+    return true;
+  }
+
+  /**
+   * Ends the lease inside the transaction that publishes the deploy, so that the deploy
+   * commits only if nobody took the app over meanwhile.
+   * @throws Unavailable when the lease was taken over (the transaction must roll back).
+   */
+  async publish(repos: Repositories): Promise<void> {
+    if (!(await repos.deploys.remove(this.app, this.holder))) throw lost(this.app);
+    this.published = true;
+  }
+
+  /** Whether `publish` ran (its transaction may still have rolled back). */
+  get publishing(): boolean {
+    return this.published;
+  }
+
+  /** Removes the lease outside any transaction; failures are left to expiry. */
+  async release(): Promise<void> {
+    try {
+      await this.deps.uow.repositories.deploys.remove(this.app, this.holder);
+    } catch {
+      // An unreachable database: the lease expires, and whoever takes it over stops what it lists.
+    }
+  }
+
+  private renewedTimes(): Pick<DeployLease, 'heartbeat' | 'expires'> {
+    const now = this.deps.clock.now();
+    return { heartbeat: now, expires: expiryFrom(this.deps, now) };
+  }
+}
+
+function expiryFrom(deps: Pick<CoreDependencies, 'settings'>, now: Date): Date {
+  return new Date(now.getTime() + deps.settings.deployLeaseSeconds * 1000);
+}
+
+/** Whether a lease's holder has stopped renewing it. */
+export function isExpired(lease: DeployLease, now: Date): boolean {
+  return lease.expires.getTime() <= now.getTime();
+}
+
+/**
+ * Takes a lease whose holder died over on behalf of `mine`'s holder: stops the containers
+ * it lists, then leaves the lease to `mine` (or removes it when `mine` is null).
+ * @returns false when another process took it over first.
+ * @throws Unavailable when a container cannot be stopped (the lease is left expired, listing them, for the next attempt).
+ */
+export async function takeOver(deps: LeaseDependencies, stale: DeployLease, mine: DeployLease | null): Promise<boolean> {
+  const repos = deps.uow.repositories;
+  const holder = mine?.holder ?? deps.ids.uuid();
+  const claimed: DeployLease = { ...(mine ?? stale), holder, containers: stale.containers };
+  if (!(await repos.deploys.replace(stale.holder, claimed))) return false;
+  const failures = await stopAll(deps.scheduler, stale.containers);
+  if (failures.length > 0) {
+    await repos.deploys.replace(holder, { ...claimed, expires: deps.clock.now() }).catch(() => false);
+    const reason = `failed to stop the containers of an interrupted deploy: ${failures.map(describe).join('; ')}`;
+    await logEvent(deps, stale.app, reason, CLEANUP_LOG_SOURCE);
+    throw new Unavailable('SCHEDULER.FAILED', `The scheduler failed to clean up an interrupted deploy of ${stale.app}.`);
+  }
+  const kept = mine === null ? await repos.deploys.remove(stale.app, holder) : await repos.deploys.replace(holder, mine);
+  const what = stale.version === null ? 'change' : `deploy of v${stale.version}`;
+  await logEvent(deps, stale.app, `cleaned up an interrupted ${what}: stopped ${stale.containers.length} container(s)`, CLEANUP_LOG_SOURCE);
+  return kept;
+}
+
+async function acquire(deps: LeaseDependencies, app: string): Promise<HeldLease> {
+  const repos = deps.uow.repositories;
+  const holder = deps.ids.uuid();
+  let delay = FIRST_POLL_MS;
+  for (;;) {
+    const now = deps.clock.now();
+    const lease: DeployLease = { app, holder, version: null, containers: [], started: now, heartbeat: now, expires: expiryFrom(deps, now) };
+    if (await repos.deploys.insert(lease)) return new HeldLease(deps, lease);
+    const current = await repos.deploys.find(app);
+    if (current === null) continue;
+    if (isExpired(current, now)) {
+      if (await takeOver(deps, current, lease)) return new HeldLease(deps, lease);
+      continue;
+    }
+    // Another controller process is deploying this app: wait for it, with jitter.
+    await pause(delay * (0.5 + Math.random()));
+    delay = Math.min(delay * 2, LONGEST_POLL_MS);
+  }
+}
+
+/**
+ * Runs `work` while holding the app's deploy lease: deploys of one app run one at a time,
+ * in arrival order within this process (a queue per app) and across processes (a lease row
+ * per app, renewed while `work` runs, taken over once its holder stops renewing it). No
+ * transaction is open while `work` waits for the scheduler; `work` ends the lease inside
+ * the transaction that publishes its result (`HeldLease.publish`), or it is removed after.
+ */
+export function withAppLease<T>(deps: LeaseDependencies, app: string, work: (lease: HeldLease) => Promise<T>): Promise<T> {
+  return queueOf(deps.uow).run(app, async () => {
+    const lease = await acquire(deps, app);
+    const heartbeat = setInterval(() => void lease.renew(), (deps.settings.deployLeaseSeconds * 1000) / 3);
+    heartbeat.unref();
+    let succeeded = false;
+    try {
+      const result = await work(lease);
+      succeeded = true;
+      return result;
+    } finally {
+      clearInterval(heartbeat);
+      // After a committed publish the row is gone already.
+      if (!(succeeded && lease.publishing)) await lease.release();
+    }
+  });
+}
+
+/**
+ * Cleans up deploys whose controller process died mid-rollout: for each lease (every one
+ * when `all`, which is right only when no other controller process shares the database;
+ * otherwise the expired ones), stops the containers it lists and removes it. Nothing else
+ * of an unpublished deploy was ever written.
+ */
+export class RecoverDeploys {
+  constructor(private readonly deps: LeaseDependencies) {}
+
+  /** A container that cannot be stopped is logged on its app and its lease kept, expired, for a later attempt. */
+  async execute(options: { all: boolean }): Promise<{ recovered: number }> {
+    let recovered = 0;
+    for (const lease of await this.deps.uow.repositories.deploys.list()) {
+      if (!options.all && !isExpired(lease, this.deps.clock.now())) continue;
+      try {
+        if (await takeOver(this.deps, lease, null)) recovered++;
+      } catch {
+        // Logged on the app by takeOver; the others are still worth cleaning.
+      }
+    }
+    return { recovered };
+  }
+}

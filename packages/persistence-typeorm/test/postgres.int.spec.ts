@@ -29,6 +29,7 @@ const TABLES = [
   'visible_app_counts',
   'app_totals',
   'app_list_counts',
+  'deploys',
 ];
 
 async function seedUserAndApps(repos: Repositories, ...ids: string[]): Promise<App[]> {
@@ -235,6 +236,7 @@ if (baseUrl === undefined || baseUrl === '') {
 
         expect(recorded.rows).toEqual([
           { name: 'BuildWorkdir1763884800000' },
+          { name: 'DeployLeases1764072000000' },
           { name: 'InitialSchema1763712000000' },
           { name: 'ListCounts1763990000000' },
           { name: 'SharedState1763798400000' },
@@ -247,7 +249,7 @@ if (baseUrl === undefined || baseUrl === '') {
 
         await Promise.all([first.migrate(), second.migrate(), db.migrate()]);
 
-        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(4);
+        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(5);
       });
 
       it('ListCounts counts the rows already there when applied, and again after a TRUNCATE', async () => {

@@ -117,6 +117,7 @@ describe('SQLite persistence', () => {
             'configs',
             'containers',
             'controller_secrets',
+            'deploys',
             'domains',
             'keys',
             'log_entries',
@@ -241,6 +242,7 @@ describe('SQLite persistence', () => {
       try {
         expect(raw.prepare('SELECT name FROM schema_migrations ORDER BY name').pluck().all()).toEqual([
           'BuildWorkdir1763884800000',
+          'DeployLeases1764072000000',
           'InitialSchema1763712000000',
           'ListCounts1763990000000',
           'SharedState1763798400000',

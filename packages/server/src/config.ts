@@ -160,6 +160,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     loginFailureLimit: DEFAULT_SETTINGS.loginFailureLimit,
     loginFailureWindowSeconds: DEFAULT_SETTINGS.loginFailureWindowSeconds,
     buildRetention: integer(env, 'BUILD_RETENTION', DEFAULT_SETTINGS.buildRetention, 1, 1000),
+    deployLeaseSeconds: integer(env, 'DEPLOY_LEASE_SECONDS', DEFAULT_SETTINGS.deployLeaseSeconds, 3, 3600),
   };
 
   return {

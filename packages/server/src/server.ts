@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
-import type { Scheduler } from '@svc/core';
+import type { Scheduler, UseCases } from '@svc/core';
 import { generateSecretKey } from '@svc/crypto-node';
 import { httpServerOptions } from '@svc/http-express';
 import { createDatabase, type Database } from '@svc/persistence-typeorm';
@@ -100,6 +100,16 @@ function listen(server: Server, port: number, host: string): Promise<AddressInfo
   });
 }
 
+/** Cleans up expired deploy leases; a failure is logged and left for the next sweep. */
+async function sweepDeploys(useCases: UseCases, logger: Logger): Promise<void> {
+  try {
+    const { recovered } = await useCases.recoverDeploys.execute({ all: false });
+    if (recovered > 0) logger.warn({ recovered }, 'cleaned up deploys whose controller process stopped renewing them');
+  } catch (error) {
+    logger.warn({ err: error }, 'could not look for interrupted deploys');
+  }
+}
+
 /** Starts the controller: database (migrated), composition, HTTP listener. */
 export async function startServer(config: ServerConfig, logger: Logger): Promise<RunningServer> {
   const dataDir = resolve(config.dataDir);
@@ -155,19 +165,29 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   const stopProcesses = async (): Promise<void> => {
     await processScheduler?.shutdown();
   };
-  if (processScheduler !== null) {
-    // The apps' processes did not survive the previous controller process: start them again.
-    try {
+  try {
+    if (processScheduler !== null) {
       const reaped = await processScheduler.reapOrphans();
       if (reaped > 0) logger.warn({ reaped }, 'stopped app processes left running by an earlier controller process');
+    }
+    // Deploys that a dead controller process left half-way: stop what they started. Alone on
+    // its database (SQLite) every lease is such a leftover; sharing it, only expired ones are.
+    const { recovered } = await useCases.recoverDeploys.execute({ all: !shared });
+    if (recovered > 0) logger.warn({ recovered }, 'cleaned up deploys interrupted by an earlier controller process');
+    if (processScheduler !== null) {
+      // The apps' processes did not survive the previous controller process: start them again.
       const { restored } = await useCases.restoreContainers.execute();
       logger.info({ restored }, 'restored the apps\' containers');
-    } catch (error) {
-      await stopProcesses();
-      await database.close();
-      throw error;
     }
+  } catch (error) {
+    await stopProcesses();
+    await database.close();
+    throw error;
   }
+  // Sharing the database, a process that dies mid-deploy leaves a lease only another
+  // process can clean up once it expires: look for such leases once per lease period.
+  const sweep = shared ? setInterval(() => void sweepDeploys(useCases, logger), config.settings.deployLeaseSeconds * 1000) : null;
+  sweep?.unref();
 
   // Requests and responses are born with Express's prototypes: see httpServerOptions.
   const server = createServer(httpServerOptions(app), app);
@@ -219,6 +239,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   const close = (): Promise<void> => {
     closing ??= (async () => {
       shutdown.abort();
+      if (sweep !== null) clearInterval(sweep);
       // Pushes in flight may finish within the shutdown timeout, like HTTP requests.
       const gitClosed = gitServer?.close(config.shutdownTimeoutMs);
       // App requests in flight finish before the processes answering them are stopped.

@@ -10,6 +10,7 @@ import {
 } from './app-resources';
 import { TypeOrmAppRepository, TypeOrmPermissionRepository } from './apps';
 import { TypeOrmCertificateRepository, TypeOrmKeyRepository } from './credentials';
+import { TypeOrmDeployLeaseRepository } from './deploys';
 
 /** Every repository, bound to `session`. */
 export function createRepositories(session: Session): Repositories {
@@ -26,5 +27,6 @@ export function createRepositories(session: Session): Repositories {
     keys: new TypeOrmKeyRepository(session),
     permissions: new TypeOrmPermissionRepository(session),
     certificates: new TypeOrmCertificateRepository(session),
+    deploys: new TypeOrmDeployLeaseRepository(session),
   };
 }

@@ -3,6 +3,7 @@ import { describeUsers, describeLoginFailures, describeTokens } from './accounts
 import { describeBuilds, describeConfigs, describeContainers, describeDomains, describeReleases } from './app-resources';
 import { describeApps, describePermissions } from './apps';
 import { describeCertificates, describeKeys } from './credentials';
+import { describeDeployLeases } from './deploys';
 import { useStore, type OpenStore } from './fixtures';
 import { describeUnitOfWork } from './unit-of-work';
 
@@ -29,6 +30,7 @@ export function describeRepositoryContracts(label: string, open: OpenStore): voi
     describeKeys(uow);
     describePermissions(uow);
     describeCertificates(uow);
+    describeDeployLeases(uow);
     describeUnitOfWork(uow);
   });
 }

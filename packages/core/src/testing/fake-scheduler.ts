@@ -37,9 +37,17 @@ export class FakeScheduler implements Scheduler {
   private readonly runFailures: Countdown = { remaining: 0, error: injected('run') };
   private readonly stopFailures: Countdown = { remaining: 0, error: injected('stop') };
   private readonly startPredicates: Array<{ matches: (spec: ContainerSpec) => boolean; error: () => Error }> = [];
+  private readonly holds: Array<{ matches: (spec: ContainerSpec) => boolean; reached: () => void; released: Promise<void> }> = [];
 
-  /** Records the container as up, unless a failure was injected for it. */
+  /**
+   * Records the container as up, unless a failure was injected for it; a start held by
+   * `holdStartsOf` first waits until the hold is released.
+   */
   async start(spec: ContainerSpec): Promise<ContainerState> {
+    for (const hold of this.holds.filter((h) => h.matches(spec))) {
+      hold.reached();
+      await hold.released;
+    }
     const predicate = this.startPredicates.find((p) => p.matches(spec));
     const failure = predicate?.error ?? take(this.startFailures);
     this.calls.push({ method: 'start', spec: deepCopy(spec), failed: failure !== null });
@@ -121,6 +129,30 @@ export class FakeScheduler implements Scheduler {
   /** Makes every start whose spec matches throw, until clearFailures. */
   failStartOf(matches: (spec: ContainerSpec) => boolean, error?: Error): void {
     this.startPredicates.push({ matches, error: error ? () => error : injected('start') });
+  }
+
+  /**
+   * Holds every start whose spec matches until `release` is called, like a container whose
+   * health check takes its time: `reached` resolves when the first such start is waiting.
+   */
+  holdStartsOf(matches: (spec: ContainerSpec) => boolean): { reached: Promise<void>; release: () => void } {
+    let reached!: () => void;
+    let release!: () => void;
+    const reachedPromise = new Promise<void>((resolve) => {
+      reached = resolve;
+    });
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const hold = { matches, reached, released };
+    this.holds.push(hold);
+    return {
+      reached: reachedPromise,
+      release: () => {
+        this.holds.splice(this.holds.indexOf(hold), 1);
+        release();
+      },
+    };
   }
 
   /** Makes the next `count` runs throw. */

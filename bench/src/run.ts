@@ -6,7 +6,8 @@
  * Knobs (environment): BENCH_DURATION seconds per throughput run (default 5),
  * BENCH_GROWTH_REQUESTS requests per latency measurement (default 1000),
  * BENCH_DATABASES (default `sqlite,postgres`); for quicker partial runs, BENCH_SIZES (default
- * `100,10000,100000`) and BENCH_ENDPOINTS (parts of the names of the throughput endpoints to run).
+ * `100,10000,100000`) and BENCH_ENDPOINTS (parts of the names of the throughput endpoints to run);
+ * BENCH_SECTIONS (default `throughput,deploy-isolation`, see bench/src/deploy-isolation.ts).
  */
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,6 +15,7 @@ import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client } from 'pg';
 import { createDatabase } from '@svc/persistence-typeorm';
+import { benchDeployIsolation, isolationReport, type IsolationResult } from './deploy-isolation';
 import { runLoad, type LoadResult, type RequestSpec } from './load';
 import { describeMachine, type MachineInfo } from './machine';
 import { startServer, type ServerProcess } from './processes';
@@ -529,18 +531,24 @@ async function main(): Promise<void> {
   const wanted = (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').map((s) => s.trim());
   const serverUrl = process.env.DATABASE_URL?.trim() || undefined;
   const machine = describeMachine();
-  const results: DatabaseResult[] = [];
-  if (wanted.includes('sqlite')) results.push(await benchDatabase('sqlite', undefined));
+  const sections = (process.env.BENCH_SECTIONS ?? 'throughput,deploy-isolation').split(',').map((s) => s.trim());
+  const kinds: Kind[] = [];
+  if (wanted.includes('sqlite')) kinds.push('sqlite');
   if (wanted.includes('postgres')) {
     if (serverUrl === undefined) log('DATABASE_URL is not set: PostgreSQL is skipped');
-    else results.push(await benchDatabase('postgres', serverUrl));
+    else kinds.push('postgres');
   }
+  const results: DatabaseResult[] = [];
+  if (sections.includes('throughput')) for (const kind of kinds) results.push(await benchDatabase(kind, serverUrl));
+  const isolation: IsolationResult[] = [];
+  if (sections.includes('deploy-isolation')) for (const kind of kinds) isolation.push(await benchDeployIsolation(kind, CONTROLLER_MAIN, serverUrl, log));
   let text = report(machine, results);
+  if (isolation.length > 0) text += isolationReport(isolation);
   if (restarts.length > 0) text += `\nServers restarted during the run:\n${restarts.map((note) => `- ${note}`).join('\n')}\n`;
   process.stdout.write(text);
   await writeFile(
     RESULTS_FILE,
-    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, restarts }, null, 2)}\n`,
+    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, isolation, restarts }, null, 2)}\n`,
   );
   log(`results written to ${RESULTS_FILE}`);
 }

@@ -163,7 +163,9 @@ export async function carryOut<T>(
   version: number | null,
   publish: (repos: Repositories) => Promise<T>,
 ): Promise<T> {
-  await lease.record(version, rollout.starting);
+  // Only containers need a trace before the scheduler sees them: a change that starts none
+  // leaves nothing to clean up if this process dies.
+  if (rollout.starting.length > 0) await lease.record(version, rollout.starting);
   await rollout.startAll();
   let result: T;
   try {

@@ -213,11 +213,18 @@ describe('loadConfig: the git server', () => {
     expect(loadConfig({ BUILD_RETENTION: '3' }).settings.buildRetention).toBe(3);
   });
 
+  it('reads DEPLOY_LEASE_SECONDS, 30 by default', () => {
+    expect(loadConfig({}).settings.deployLeaseSeconds).toBe(30);
+    expect(loadConfig({ DEPLOY_LEASE_SECONDS: '5' }).settings.deployLeaseSeconds).toBe(5);
+  });
+
   it.each([
     ['GIT_SSH_PORT', 'ssh'],
     ['GIT_SSH_PORT', '65536'],
     ['BUILD_RETENTION', '0'],
     ['BUILD_RETENTION', 'all'],
+    ['DEPLOY_LEASE_SECONDS', '2'],
+    ['DEPLOY_LEASE_SECONDS', 'long'],
   ])('refuses %s=%p, naming the variable', (variable, value) => {
     expect(failureOf({ [variable]: value })?.message).toMatch(new RegExp(`^${variable}: `));
   });

@@ -99,6 +99,36 @@ if (TEST_DATABASE_URL === null) {
       );
     });
 
+    it('concurrent builds and scales of one app over both processes take turns: contiguous versions, the last release running, no lease left', async () => {
+      expect((await call(urlOf(0), 'POST', '/v1/apps', token, { id: 'deployed-app' })).status).toBe(201);
+      const replies = await Promise.all(
+        Array.from({ length: 12 }, (_, i) =>
+          i % 4 === 3
+            ? call(urlOf(i), 'POST', '/v1/apps/deployed-app/scale', token, { web: (i % 3) + 1 })
+            : call(urlOf(i), 'POST', '/v1/apps/deployed-app/builds', token, { image: `example/app:v${i}`, procfile: { web: 'serve' } }),
+        ),
+      );
+
+      expect(replies.map((reply) => reply.status).sort()).toEqual([...Array(9).fill(201), ...Array(3).fill(204)]);
+      const releases = await call(urlOf(1), 'GET', '/v1/apps/deployed-app/releases?page_size=100', token);
+      const versions = (releases.body as { results: Array<{ version: number }> }).results.map((r) => r.version).sort((a, b) => a - b);
+      expect(versions).toEqual(Array.from({ length: 10 }, (_, n) => n + 1));
+      const containers = await call(urlOf(0), 'GET', '/v1/apps/deployed-app/containers', token);
+      const listed = (containers.body as { results: Array<{ release: string; type: string; num: number }> }).results;
+      const app = await call(urlOf(0), 'GET', '/v1/apps/deployed-app', token);
+      const webs = (app.body as { structure: Record<string, number> }).structure.web ?? 0;
+      // Exactly the structure's containers, all of the last release, numbered 1..n.
+      expect(listed.map((c) => `${c.type}.${c.num}`).sort()).toEqual(Array.from({ length: webs }, (_, n) => `web.${n + 1}`));
+      expect(new Set(listed.map((c) => c.release))).toEqual(new Set(webs > 0 ? ['v10'] : []));
+      const db = new Client({ connectionString: scratch.url });
+      await db.connect();
+      try {
+        expect((await db.query('SELECT app FROM deploys')).rows).toEqual([]);
+      } finally {
+        await db.end();
+      }
+    });
+
     it('both processes read the same app log from the database', async () => {
       const fromFirst = await call(urlOf(0), 'GET', '/v1/apps/shared-app/logs?log_lines=1000', token);
       const fromSecond = await call(urlOf(1), 'GET', '/v1/apps/shared-app/logs?log_lines=1000', token);

@@ -12,7 +12,7 @@ const CLEANUP_LOG_SOURCE = 'svc[scheduler]';
 
 /** Waiting for another controller process's lease: first pause, and the longest. */
 const FIRST_POLL_MS = 10;
-const LONGEST_POLL_MS = 500;
+const LONGEST_POLL_MS = 200;
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -153,6 +153,32 @@ describe('deploys under the app lease', () => {
     expect(world.runningContainers('slow')).toEqual(['web.1@v2']);
   });
 
+  it('the holder renews its lease while the scheduler works, keeping the containers it listed', async () => {
+    const world = new World({ deployLeaseSeconds: 0.06 });
+    const alice = await world.actor('alice');
+    await world.deployedApp(alice, 'slow');
+    const hold = world.scheduler.holdStartsOf((spec) => spec.app === 'slow');
+    const slow = tracked(world.useCases.setConfig.execute(alice, 'slow', { values: { A: '1' } }));
+    await hold.reached;
+    const listed = (await world.uow.repositories.deploys.find('slow'))?.containers;
+
+    world.clock.advance(60_000);
+    const renewedAt = world.clock.now().getTime();
+    let renewed = await world.uow.repositories.deploys.find('slow');
+    // The heartbeat runs on real timers: give it time, however loaded the machine.
+    for (let waited = 0; renewed?.heartbeat.getTime() !== renewedAt && waited < 10_000; waited += 20) {
+      await drain(20);
+      renewed = await world.uow.repositories.deploys.find('slow');
+    }
+
+    expect(renewed?.heartbeat).toEqual(world.clock.now());
+    expect(renewed?.expires).toEqual(new Date(world.clock.now().getTime() + 60));
+    expect(renewed?.containers).toEqual(listed);
+    expect(listed).toHaveLength(1);
+    hold.release();
+    expect((await slow.promise).release.version).toBe(3);
+  });
+
   it('a deploy whose lease was taken over meanwhile publishes nothing and stops what it started', async () => {
     const { world, alice } = await twoTenants();
     const hold = world.scheduler.holdStartsOf((spec) => spec.app === 'slow');

@@ -82,6 +82,7 @@ function describe(error: unknown): string {
 /** The app's deploy lease while this process holds it. */
 export class HeldLease {
   private published = false;
+  private writes: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly deps: LeaseDependencies,
@@ -102,21 +103,33 @@ export class HeldLease {
    * @throws Unavailable when the lease was taken over.
    */
   async record(version: number | null, containers: readonly string[]): Promise<void> {
-    const next: DeployLease = { ...this.lease, ...this.renewedTimes(), version, containers: [...containers] };
-    if (!(await this.deps.uow.repositories.deploys.replace(this.lease.holder, next))) throw lost(this.app);
-    this.lease = next;
+    const written = await this.rewrite((lease) => ({ ...lease, version, containers: [...containers] }));
+    if (!written) throw lost(this.app);
   }
 
   /** Pushes the expiry forward; false when the lease was taken over. A database failure is left for the next renewal. */
   async renew(): Promise<boolean> {
-    const next: DeployLease = { ...this.lease, ...this.renewedTimes() };
     try {
-      if (!(await this.deps.uow.repositories.deploys.replace(this.lease.holder, next))) return false;
-      this.lease = next;
+      return await this.rewrite((lease) => lease);
     } catch {
       // The lease expires if this goes on; publishing then finds it lost and undoes the deploy.
+      return true;
     }
-    return true;
+  }
+
+  /**
+   * Writes the lease changed by `change`, with renewed times, after every earlier write of
+   * this holder: a renewal must not overwrite the containers a later record has listed.
+   */
+  private rewrite(change: (lease: DeployLease) => DeployLease): Promise<boolean> {
+    const write = this.writes.then(async () => {
+      const next: DeployLease = { ...change(this.lease), ...this.renewedTimes() };
+      if (!(await this.deps.uow.repositories.deploys.replace(this.lease.holder, next))) return false;
+      this.lease = next;
+      return true;
+    });
+    this.writes = write.catch(() => undefined);
+    return write;
   }
 
   /**

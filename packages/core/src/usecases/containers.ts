@@ -197,6 +197,8 @@ export class RestoreContainers {
     let restored = 0;
     const failures: string[] = [];
     try {
+      // Most apps run nothing: they need no lease (two writes each) at start-up.
+      if ((await this.deps.uow.repositories.containers.listForApp(appId, { includeRun: true })).length === 0) return 0;
       await withAppLease(this.deps, appId, async (lease) => {
         const repos = this.deps.uow.repositories;
         const app = await repos.apps.findById(appId);

@@ -143,21 +143,25 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
     expect(error.message).toMatch(/unknown instruction: FORM/i);
   }, 60_000);
 
-  it('stops a build that takes longer than its time limit, leaving no build container', async () => {
-    const slow = new DockerImageBuilder(engine(), { stackImage: BUSYBOX_IMAGE, timeoutMs: 4_000 });
+  it('runs build steps with the memory limit, no swap, CPU shares and network it is given, and stops a build past its time limit', async () => {
+    const slow = new DockerImageBuilder(engine(), { stackImage: BUSYBOX_IMAGE, timeoutMs: 6_000, memoryBytes: 96 * 1024 * 1024, cpuShares: 256 });
     const dir = await checkout('slow', { Dockerfile: 'FROM svc-test/busybox:1\nRUN echo sleeping && sleep 120\n' });
-    const lines: string[] = [];
+    let step: Promise<Docker.ContainerInspectInfo> | null = null;
 
-    const error = await failureOf(slow.build({ app, directory: dir, kind: 'dockerfile' }, (line) => lines.push(line)));
+    const error = await failureOf(slow.build({ app, directory: dir, kind: 'dockerfile' }, (line) => {
+      const running = /^ ---> Running in ([0-9a-f]{12})$/.exec(line)?.[1];
+      if (running !== undefined) step = engine().getContainer(running).inspect();
+    }));
 
     expect(error.code).toBe(BUILD_FAILED);
-    expect(error.message).toMatch(/took longer than 4 seconds/);
-    const container = lines.map((line) => /^ ---> Running in ([0-9a-f]{12})$/.exec(line)?.[1]).find((found) => found !== undefined);
-    expect(container).toBeDefined();
+    expect(error.message).toMatch(/took longer than 6 seconds/);
+    expect(step).not.toBeNull();
+    const container = await (step as unknown as Promise<Docker.ContainerInspectInfo>);
+    expect(container.HostConfig).toMatchObject({ Memory: 96 * 1024 * 1024, MemorySwap: 96 * 1024 * 1024, CpuShares: 256, NetworkMode: 'none' });
     // The engine stops the step once the build's connection is gone.
     let gone = false;
     for (let i = 0; i < 60 && !gone; i += 1) {
-      gone = !(await engine().getContainer(container as string).inspect().then(() => true, () => false));
+      gone = !(await engine().getContainer(container.Id).inspect().then(() => true, () => false));
       if (!gone) await new Promise((done) => setTimeout(done, 500));
     }
     expect(gone).toBe(true);

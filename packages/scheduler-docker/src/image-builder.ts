@@ -1,6 +1,8 @@
+import { lstatSync } from 'node:fs';
 import { lstat, readdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import type { Readable } from 'node:stream';
+import ignore from '@balena/dockerignore';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
 import { buildFailed, isReleaseImage, type ImageBuilder, type ImageBuildRequest } from '@svc/core';
@@ -50,14 +52,43 @@ interface BuildMessage {
   aux?: { ID?: string };
 }
 
+/** Whether a path of the build context is left out of it. */
+type Excluded = (path: string) => boolean;
+
+/**
+ * What the checkout's `.dockerignore` leaves out of a Dockerfile build's context, as the
+ * docker client does: the Dockerfile and `.dockerignore` themselves are always sent. A
+ * directory is left out whole unless the file has exceptions (`!pattern`), which may bring
+ * back something inside it.
+ */
+async function dockerignoreOf(directory: string): Promise<Excluded> {
+  let text: string;
+  try {
+    const path = join(directory, '.dockerignore');
+    if (!(await lstat(path)).isFile()) return () => false;
+    text = await readFile(path, 'utf8');
+  } catch {
+    return () => false;
+  }
+  const rules = ignore().add(text);
+  const exceptions = text.split(/\r?\n/).some((line) => line.trim().startsWith('!'));
+  return (path: string) => {
+    const name = relative(directory, path);
+    if (name === '' || name === 'Dockerfile' || name === '.dockerignore' || !rules.ignores(name)) return false;
+    // With exceptions, a directory is walked: something inside it may be brought back.
+    return !(exceptions && lstatSync(path).isDirectory());
+  };
+}
+
 /** Sums the sizes of a directory's entries without following links; stops counting past `limit`. */
-async function sizeOf(directory: string, limit: number): Promise<number> {
+async function sizeOf(directory: string, limit: number, excluded: Excluded): Promise<number> {
   let total = 0;
   const pending = [directory];
   while (pending.length > 0 && total <= limit) {
     const dir = pending.pop() as string;
     for (const entry of await readdir(dir, { withFileTypes: true })) {
       const path = join(dir, entry.name);
+      if (excluded(path)) continue;
       if (entry.isDirectory()) pending.push(path);
       total += entry.isFile() ? (await lstat(path)).size : 512;
     }
@@ -78,7 +109,7 @@ const statusOf = (error: unknown): number | undefined =>
 
 /**
  * Builds pushed commits into images with a Docker Engine: a commit with a Dockerfile is
- * built by the engine's classic builder; a commit with only a Procfile is laid onto the
+ * built by the engine's classic builder (its `.dockerignore` applied); a commit with only a Procfile is laid onto the
  * stack image as one layer (`/app`). Builds run without cache (no tenant's layers serve
  * another's), in containers with a memory limit, CPU shares, a network of the operator's
  * choice and a time limit; a failed build leaves no image behind.
@@ -106,11 +137,12 @@ export class DockerImageBuilder implements ImageBuilder {
 
   async build(request: ImageBuildRequest, output: (line: string) => void): Promise<string> {
     const limit = this.options.contextLimitBytes;
-    if ((await sizeOf(request.directory, limit)) > limit) {
+    const excluded = request.kind === 'dockerfile' ? await dockerignoreOf(request.directory) : () => false;
+    if ((await sizeOf(request.directory, limit, excluded)) > limit) {
       throw buildFailed(`the commit's files take more than ${Math.floor(limit / MIB)} MiB, the most a build may send to the engine.`);
     }
     if (request.kind === 'dockerfile') await this.checkReferences(request);
-    const context = request.kind === 'dockerfile' ? pack(request.directory) : this.stackContext(request.directory);
+    const context = request.kind === 'dockerfile' ? pack(request.directory, { ignore: excluded }) : this.stackContext(request.directory);
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), this.options.timeoutMs);
     const seen: string[] = [];

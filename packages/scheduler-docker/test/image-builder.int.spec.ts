@@ -116,6 +116,27 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
     expect(lines[0]).toMatch(/^Step 1\/\d+ : FROM svc-test\/busybox:1$/);
   }, 180_000);
 
+  it('leaves out of a Dockerfile build what its .dockerignore names, exceptions included, and still builds a Dockerfile it lists', async () => {
+    const dir = await checkout('dockerignore', {
+      Dockerfile: 'FROM svc-test/busybox:1\nCOPY . /ctx/\nCMD ["ls", "-aR", "/ctx"]\n',
+      '.dockerignore': '# what stays out\nDockerfile\nsecret.txt\nnode_modules\n!node_modules/keep.txt\n*.log\n',
+      'secret.txt': 'do not send\n',
+      'debug.log': 'noise\n',
+      'node_modules/big/index.js': 'module.exports = 1;\n',
+      'node_modules/keep.txt': 'kept\n',
+      'src/app.js': 'console.log(1);\n',
+    });
+
+    const id = await builder.build({ app, directory: dir, kind: 'dockerfile' }, () => undefined);
+    await builder.tag(id, `${app}:31`);
+
+    const listing = await runIn(engine(), `${app}:31`);
+    expect(listing).toMatch(/app\.js/);
+    expect(listing).toMatch(/keep\.txt/);
+    // Sent for the build, then left out of the context, as the docker client and engine do.
+    expect(listing).not.toMatch(/secret\.txt|debug\.log|index\.js|Dockerfile/);
+  }, 120_000);
+
   it('fails a build whose step fails with the engine\'s reason, and leaves none of its layers', async () => {
     const dir = await checkout('failing', { Dockerfile: 'FROM svc-test/busybox:1\nRUN echo one > /one\nRUN echo two > /two\nRUN echo about-to-fail && exit 3\n' });
     const lines: string[] = [];
@@ -205,7 +226,7 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
     try {
       const removed = await builder.prune(app, [`${app}:13`, `${app}:1`, `${app}:2`]);
 
-      expect(removed).toEqual([`${app}:11`]);
+      expect(removed).toEqual([`${app}:11`, `${app}:31`]);
       expect(await exists(engine(), `${app}:11`)).toBe(false);
       expect(await exists(engine(), `${app}:12`)).toBe(true);
       expect(await exists(engine(), `${app}:13`)).toBe(true);

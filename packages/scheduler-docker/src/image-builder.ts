@@ -221,9 +221,14 @@ export class DockerImageBuilder implements ImageBuilder {
    * engine's one store, under names anyone can guess.
    */
   private async checkReferences(request: ImageBuildRequest): Promise<void> {
+    const path = join(request.directory, 'Dockerfile');
+    // Read only as what it is in the commit: a regular file, never through a link.
+    const stats = await lstat(path).catch(() => null);
+    if (stats === null || !stats.isFile()) throw buildFailed('the Dockerfile must be a regular file at the top of the commit.');
+    if (stats.size > 1024 * 1024) throw buildFailed('the Dockerfile is larger than 1 MiB.');
     let references: string[];
     try {
-      references = imageReferences(await readFile(join(request.directory, 'Dockerfile'), 'utf8'));
+      references = imageReferences(await readFile(path, 'utf8'));
     } catch (error) {
       if (error instanceof UnreadableReference) throw buildFailed(`${error.message}.`);
       throw error;

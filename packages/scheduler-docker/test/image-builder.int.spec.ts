@@ -1,4 +1,4 @@
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
@@ -206,6 +206,15 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
       expect(error.message).toMatch(/an image of another app/);
     }
   }, 180_000);
+
+  it('refuses a Dockerfile that is a link instead of reading what it points to', async () => {
+    const dir = await checkout('linked', { 'real.txt': 'FROM svc-test/busybox:1\n' });
+    await symlink('/etc/hostname', join(dir, 'Dockerfile'));
+
+    const error = await failureOf(builder.build({ app, directory: dir, kind: 'dockerfile' }, () => undefined));
+
+    expect(error.message).toMatch(/the Dockerfile must be a regular file/);
+  }, 60_000);
 
   it('refuses a checkout larger than the context limit before sending it', async () => {
     const small = new DockerImageBuilder(engine(), { stackImage: BUSYBOX_IMAGE, contextLimitBytes: 1024 * 1024 });

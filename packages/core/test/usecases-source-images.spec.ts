@@ -25,7 +25,8 @@ describe('DeploySource with an image builder', () => {
 
     const published = await world.useCases.deploySource.execute(key, 'myapp', pushed(sha(1)), (line) => lines.push(line));
 
-    expect(images.requests).toEqual([{ app: 'myapp', directory: `/data/builds/myapp/${sha(1)}`, kind: 'procfile' }]);
+    const app = await world.uow.repositories.apps.findById('myapp');
+    expect(images.requests).toEqual([{ app: 'myapp', appUuid: app?.uuid, directory: `/data/builds/myapp/${sha(1)}`, kind: 'procfile' }]);
     expect(published.release.version).toBe(2);
     expect(published.build).toMatchObject({ image: 'myapp:2', workdir: null, sha: sha(1), procfile: { web: 'node server.js' } });
     expect(images.tags()).toEqual(['myapp:2']);

@@ -14,6 +14,9 @@ export const APP_UID = 10000;
 /** The label every image this builder makes carries: the app it belongs to. */
 export const APP_LABEL = 'svc.app';
 
+/** The label of the app's uuid: one app id may name, over time, apps of different owners. */
+export const APP_UUID_LABEL = 'svc.app-uuid';
+
 /** How the builder builds; every limit has a default. */
 export interface DockerImageBuilderOptions {
   /** The image a Procfile-only commit is laid onto (`STACK_IMAGE`); it must exist in the engine. */
@@ -147,7 +150,7 @@ export class DockerImageBuilder implements ImageBuilder {
     const timer = setTimeout(() => abort.abort(), this.options.timeoutMs);
     const seen: string[] = [];
     try {
-      return await this.run(request.app, context, abort.signal, output, seen);
+      return await this.run(request, context, abort.signal, output, seen);
     } catch (error) {
       await this.removeLayers(seen);
       if (abort.signal.aborted) {
@@ -234,26 +237,27 @@ export class DockerImageBuilder implements ImageBuilder {
       throw error;
     }
     for (const reference of references) {
-      let owner: string | undefined;
+      let labels: Record<string, string> = {};
       try {
-        owner = (await this.docker.getImage(reference).inspect()).Config?.Labels?.[APP_LABEL];
+        labels = (await this.docker.getImage(reference).inspect()).Config?.Labels ?? {};
       } catch (error) {
         // Not in the engine: the engine pulls it from a registry, or fails the build.
         if (statusOf(error) === 404 || statusOf(error) === 400) continue;
         throw error;
       }
-      if (owner !== undefined && owner !== request.app) {
+      // An image of this app's id left by an app deleted before it is another app's too.
+      if (labels[APP_LABEL] !== undefined && (labels[APP_LABEL] !== request.app || labels[APP_UUID_LABEL] !== request.appUuid)) {
         throw buildFailed(`the Dockerfile refers to ${reference}, an image of another app; build from public or stack images only.`);
       }
     }
   }
 
   /** Runs the engine's build and follows its output; resolves with the image's id. */
-  private async run(app: string, context: Readable, signal: AbortSignal, output: (line: string) => void, seen: string[]): Promise<string> {
+  private async run(request: ImageBuildRequest, context: Readable, signal: AbortSignal, output: (line: string) => void, seen: string[]): Promise<string> {
     let stream: NodeJS.ReadableStream;
     try {
       stream = await this.docker.buildImage(context, {
-        labels: { [APP_LABEL]: app },
+        labels: { [APP_LABEL]: request.app, [APP_UUID_LABEL]: request.appUuid },
         nocache: true,
         rm: true,
         forcerm: true,

@@ -49,6 +49,8 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
   const suffix = `${process.pid}-${Date.now().toString(36)}`;
   const app = `imgtest-${suffix}`;
   const other = `imgother-${suffix}`;
+  const appUuid = `uuid-of-${app}`;
+  const otherUuid = `uuid-of-${other}`;
   let root: string;
   let builder: DockerImageBuilder;
 
@@ -83,7 +85,7 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
     });
     const lines: string[] = [];
 
-    const id = await builder.build({ app, directory: dir, kind: 'dockerfile' }, (line) => lines.push(line));
+    const id = await builder.build({ app, appUuid, directory: dir, kind: 'dockerfile' }, (line) => lines.push(line));
     await builder.tag(id, `${app}:1`);
 
     const image = await engine().getImage(`${app}:1`).inspect();
@@ -99,7 +101,7 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
     const dir = await checkout('procfile', { Procfile: 'web: sh -c "httpd -f -p $PORT"\n', 'index.html': '<h1>hi</h1>\n', 'lib/util.sh': 'echo util\n' });
     const lines: string[] = [];
 
-    const id = await builder.build({ app, directory: dir, kind: 'procfile' }, (line) => lines.push(line));
+    const id = await builder.build({ app, appUuid, directory: dir, kind: 'procfile' }, (line) => lines.push(line));
     await builder.tag(id, `${app}:2`);
 
     const [image, stack] = await Promise.all([engine().getImage(`${app}:2`).inspect(), engine().getImage(BUSYBOX_IMAGE).inspect()]);
@@ -127,7 +129,7 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
       'src/app.js': 'console.log(1);\n',
     });
 
-    const id = await builder.build({ app, directory: dir, kind: 'dockerfile' }, () => undefined);
+    const id = await builder.build({ app, appUuid, directory: dir, kind: 'dockerfile' }, () => undefined);
     await builder.tag(id, `${app}:31`);
 
     const listing = await runIn(engine(), `${app}:31`);
@@ -141,7 +143,7 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
     const dir = await checkout('failing', { Dockerfile: 'FROM svc-test/busybox:1\nRUN echo one > /one\nRUN echo two > /two\nRUN echo about-to-fail && exit 3\n' });
     const lines: string[] = [];
 
-    const error = await failureOf(builder.build({ app, directory: dir, kind: 'dockerfile' }, (line) => lines.push(line)));
+    const error = await failureOf(builder.build({ app, appUuid, directory: dir, kind: 'dockerfile' }, (line) => lines.push(line)));
 
     expect(error.code).toBe(BUILD_FAILED);
     expect(error.message).toMatch(/returned a non-zero code: 3/);
@@ -158,7 +160,7 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
   it('fails a Dockerfile the engine cannot parse with the engine\'s reason', async () => {
     const dir = await checkout('unparsable', { Dockerfile: 'FROM svc-test/busybox:1\nFORM nothing\n' });
 
-    const error = await failureOf(builder.build({ app, directory: dir, kind: 'dockerfile' }, () => undefined));
+    const error = await failureOf(builder.build({ app, appUuid, directory: dir, kind: 'dockerfile' }, () => undefined));
 
     expect(error.code).toBe(BUILD_FAILED);
     expect(error.message).toMatch(/unknown instruction: FORM/i);
@@ -169,7 +171,7 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
     const dir = await checkout('slow', { Dockerfile: 'FROM svc-test/busybox:1\nRUN echo sleeping && sleep 120\n' });
     let step: Promise<Docker.ContainerInspectInfo> | null = null;
 
-    const error = await failureOf(slow.build({ app, directory: dir, kind: 'dockerfile' }, (line) => {
+    const error = await failureOf(slow.build({ app, appUuid, directory: dir, kind: 'dockerfile' }, (line) => {
       const running = /^ ---> Running in ([0-9a-f]{12})$/.exec(line)?.[1];
       if (running !== undefined) step = engine().getContainer(running).inspect();
     }));
@@ -190,7 +192,7 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
 
   it('refuses a Dockerfile that builds from another app\'s image', async () => {
     const dir = await checkout('victim', { Dockerfile: 'FROM svc-test/busybox:1\nRUN echo secret > /secret\n' });
-    const id = await builder.build({ app: other, directory: dir, kind: 'dockerfile' }, () => undefined);
+    const id = await builder.build({ app: other, appUuid: otherUuid, directory: dir, kind: 'dockerfile' }, () => undefined);
     await builder.tag(id, `${other}:1`);
     const attempts = [
       `FROM ${other}:1\n`,
@@ -201,17 +203,26 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
     for (const [index, dockerfile] of attempts.entries()) {
       const attempt = await checkout(`thief-${index}`, { Dockerfile: dockerfile });
 
-      const error = await failureOf(builder.build({ app, directory: attempt, kind: 'dockerfile' }, () => undefined));
+      const error = await failureOf(builder.build({ app, appUuid, directory: attempt, kind: 'dockerfile' }, () => undefined));
 
       expect(error.message).toMatch(/an image of another app/);
     }
+    // The same id, another app: the one that had the id was deleted and it was taken again.
+    const again = await checkout('same-id', { Dockerfile: `FROM ${other}:1\n` });
+    const error = await failureOf(builder.build({ app: other, appUuid: `${otherUuid}-again`, directory: again, kind: 'dockerfile' }, () => undefined));
+    expect(error.message).toMatch(/an image of another app/);
+    // The app itself may build on its own images.
+    const own = await checkout('own', { Dockerfile: `FROM ${other}:1\nRUN cat /secret\n` });
+    const lines: string[] = [];
+    await builder.build({ app: other, appUuid: otherUuid, directory: own, kind: 'dockerfile' }, (line) => lines.push(line));
+    expect(lines).toContain('secret');
   }, 180_000);
 
   it('refuses a Dockerfile that is a link instead of reading what it points to', async () => {
     const dir = await checkout('linked', { 'real.txt': 'FROM svc-test/busybox:1\n' });
     await symlink('/etc/hostname', join(dir, 'Dockerfile'));
 
-    const error = await failureOf(builder.build({ app, directory: dir, kind: 'dockerfile' }, () => undefined));
+    const error = await failureOf(builder.build({ app, appUuid, directory: dir, kind: 'dockerfile' }, () => undefined));
 
     expect(error.message).toMatch(/the Dockerfile must be a regular file/);
   }, 60_000);
@@ -220,7 +231,7 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
     const small = new DockerImageBuilder(engine(), { stackImage: BUSYBOX_IMAGE, contextLimitBytes: 1024 * 1024 });
     const dir = await checkout('large', { Procfile: 'web: true\n', 'blob.bin': 'x'.repeat(2 * 1024 * 1024) });
 
-    const error = await failureOf(small.build({ app, directory: dir, kind: 'procfile' }, () => undefined));
+    const error = await failureOf(small.build({ app, appUuid, directory: dir, kind: 'procfile' }, () => undefined));
 
     expect(error.message).toMatch(/more than 1 MiB/);
   }, 60_000);
@@ -228,7 +239,7 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
   it('prunes the app\'s images not kept, except one a container uses, and never another app\'s', async () => {
     const dir = await checkout('prune', { Procfile: 'web: true\n' });
     for (const version of [11, 12, 13]) {
-      const id = await builder.build({ app, directory: dir, kind: 'procfile' }, () => undefined);
+      const id = await builder.build({ app, appUuid, directory: dir, kind: 'procfile' }, () => undefined);
       await builder.tag(id, `${app}:${version}`);
     }
     const user = await engine().createContainer({ Image: `${app}:12`, Cmd: ['true'] });
@@ -249,7 +260,7 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
 
   it('removes an image with every name it has', async () => {
     const dir = await checkout('remove', { Procfile: 'web: true\n' });
-    const id = await builder.build({ app, directory: dir, kind: 'procfile' }, () => undefined);
+    const id = await builder.build({ app, appUuid, directory: dir, kind: 'procfile' }, () => undefined);
     await builder.tag(id, `${app}:21`);
 
     await builder.remove(id);

@@ -148,8 +148,13 @@ export interface RandomSource {
 
 /** A checked-out commit to turn into an image. */
 export interface ImageBuildRequest {
-  /** The app the image belongs to; the builder labels the image with it. */
+  /** The app the image belongs to (its id); the builder labels the image with it. */
   app: string;
+  /**
+   * The app's uuid, also on the image: an app deleted and created again under the same id is
+   * another app, which must not build from the images the first one left.
+   */
+  appUuid: string;
   /** The directory holding the commit's files (the build context). */
   directory: string;
   /**

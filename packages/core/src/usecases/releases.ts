@@ -188,9 +188,9 @@ export class DeploySource {
     let image: string | null = null;
     if (images !== null) {
       // Nobody waits on a build the pusher may not release.
-      await loadVisibleApp(repos, actor, appId);
+      const app = await loadVisibleApp(repos, actor, appId);
       const kind = source.dockerfile !== null ? 'dockerfile' : 'procfile';
-      image = await buildSourceImage(images, { app: appId, directory: source.workdir, kind }, output);
+      image = await buildSourceImage(images, { app: app.id, appUuid: app.uuid, directory: source.workdir, kind }, output);
     }
     let published: PublishedRelease & { build: Build };
     try {

@@ -116,7 +116,7 @@ export class SourceBuilder {
       const plan = planSourceBuild(push.app.id, sha, files);
       const types = Object.keys(plan.procfile);
       say(detail(types.length > 0 ? `Procfile declares ${types.join(', ')}` : 'No Procfile: the Dockerfile decides what runs'));
-      if (files.dockerfile !== null) say(detail('Dockerfile found: recorded with the build'));
+      if (files.dockerfile !== null) say(detail('Dockerfile found'));
     } catch (error) {
       if (DomainError.is(error)) throw new Refused(messagesOf(error).join('\n'));
       throw error;
@@ -127,7 +127,8 @@ export class SourceBuilder {
     say(step('Releasing and starting processes'));
     let published;
     try {
-      published = await this.useCases.deploySource.execute(push.fingerprint, push.app.id, { sha, ...files, workdir });
+      // With an image builder the build's own output comes first, one line at a time.
+      published = await this.useCases.deploySource.execute(push.fingerprint, push.app.id, { sha, ...files, workdir }, (line) => say(detail(line)));
     } catch (error) {
       if (created) await rm(workdir, { recursive: true, force: true });
       if (!DomainError.is(error)) throw error;

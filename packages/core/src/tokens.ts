@@ -15,6 +15,7 @@ export const TOKENS = Object.freeze({
   IdGenerator: Symbol.for('svc.IdGenerator'),
   RandomSource: Symbol.for('svc.RandomSource'),
   Settings: Symbol.for('svc.Settings'),
+  ImageBuilder: Symbol.for('svc.ImageBuilder'),
   CoreDependencies: Symbol.for('svc.CoreDependencies'),
   UseCases: Symbol.for('svc.UseCases'),
 });

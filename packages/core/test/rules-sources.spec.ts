@@ -1,4 +1,8 @@
 import {
+  BUILD_FAILED,
+  buildFailed,
+  isReleaseImage,
+  releaseImage,
   NOTHING_TO_RUN,
   PROCFILE_MAX_LENGTH,
   RequestRejected,
@@ -109,5 +113,26 @@ describe('collectRetainedBuilds', () => {
     expect(collectRetainedBuilds(kept, releases('c', null), 3)).toBe(false);
     expect(collectRetainedBuilds(kept, releases('b', 'a', 'z'), 3)).toBe(true);
     expect([...kept]).toEqual(['c', 'b', 'a']);
+  });
+});
+
+describe('releaseImage and isReleaseImage', () => {
+  it('names a release\'s image <app>:<version> and recognises only such names of the same app', () => {
+    expect(releaseImage('my-app', 12)).toBe('my-app:12');
+    expect(isReleaseImage('my-app', 'my-app:12')).toBe(true);
+    expect(isReleaseImage('my-app', 'my-app:git-1234567')).toBe(false);
+    expect(isReleaseImage('my-app', 'my-app:012')).toBe(false);
+    expect(isReleaseImage('my', 'my-app:12')).toBe(false);
+    expect(isReleaseImage('my-app', 'registry/my-app:12')).toBe(false);
+  });
+});
+
+describe('buildFailed', () => {
+  it('is a rejection with the BUILD.FAILED code and the reason', () => {
+    const error = buildFailed('unknown instruction: FORM');
+
+    expect(error.code).toBe(BUILD_FAILED);
+    expect(error.kind).toBe('invalid');
+    expect(error.message).toBe('The image build failed: unknown instruction: FORM');
   });
 });

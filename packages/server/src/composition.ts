@@ -6,6 +6,7 @@ import {
   type ApiVersion,
   USE_CASES,
   type CoreDependencies,
+  type ImageBuilder,
   type LogStore,
   type Scheduler,
   type SecretBox,
@@ -20,10 +21,11 @@ import { FileLogStore } from '@svc/logs-file';
 import { MemoryScheduler } from '@svc/scheduler-memory';
 import { ProcessScheduler } from '@svc/scheduler-process';
 import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
+import { DockerImageBuilder, dockerAt } from '@svc/scheduler-docker';
 import { createHttpApp, type HttpLogger } from '@svc/http-express';
 import { GitServer } from '@svc/builder-git';
 import { AppRouter } from '@svc/router-http';
-import type { SchedulerKind } from './config';
+import type { ImageBuildSettings, SchedulerKind } from './config';
 import { PlatformRouteTable, StoredCertificates } from './routing';
 
 /** Any use case class: constructed from the core's dependencies. */
@@ -60,6 +62,8 @@ export interface CompositionOptions {
   platformVersion: string;
   trustProxy: boolean;
   logger: HttpLogger;
+  /** How pushed commits are built into images; absent or null: they run from their checkout. */
+  imageBuilds?: ImageBuildSettings | null;
   /** The git server (git push deploys); absent or null: none. */
   git?: GitSetup | null;
   /** When aborted, log follow streams end (a graceful stop need not wait for them). */
@@ -146,6 +150,23 @@ const schedulerModule = (kind: SchedulerKind, chaos: ChaosOptions | null, proces
     });
   });
 
+/** The image builder of git pushes, when image builds are on; otherwise null, and pushed commits run from their checkout. */
+const imagesModule = (builds: ImageBuildSettings | null) =>
+  new ContainerModule(({ bind }) => {
+    bind<ImageBuilder | null>(TOKENS.ImageBuilder).toDynamicValue(() =>
+      builds === null
+        ? null
+        : new DockerImageBuilder(dockerAt(builds.dockerHost), {
+            stackImage: builds.stackImage,
+            timeoutMs: builds.timeoutMs,
+            memoryBytes: builds.memoryBytes,
+            cpuShares: builds.cpuShares,
+            contextLimitBytes: builds.contextLimitBytes,
+            network: builds.network,
+          }),
+    );
+  });
+
 const coreModule = (settings: Settings) =>
   new ContainerModule(({ bind }) => {
     bind<Settings>(TOKENS.Settings).toConstantValue(settings);
@@ -162,6 +183,7 @@ const coreModule = (settings: Settings) =>
       ids: ctx.get(TOKENS.IdGenerator),
       random: ctx.get(TOKENS.RandomSource),
       settings: ctx.get(TOKENS.Settings),
+      images: ctx.get<ImageBuilder | null>(TOKENS.ImageBuilder),
     }));
     // Each use case class is its own binding, built by a factory: the core needs no decorators.
     const classes = Object.entries(USE_CASES) as [string, UseCaseClass][];
@@ -226,6 +248,7 @@ export function compose(options: CompositionOptions): {
     parsersModule,
     logsModule(options.logDirectory, options.logStore),
     schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes),
+    imagesModule(options.imageBuilds ?? null),
     coreModule(options.settings),
     httpModule(options),
     gitModule(options.git ?? null, options.logger),

@@ -14,6 +14,24 @@ export interface ProcessSettings {
   stopTimeoutMs: number;
 }
 
+/** How pushed commits are built into images (`IMAGE_BUILDER=docker`). */
+export interface ImageBuildSettings {
+  /** DOCKER_HOST: the engine that builds, `unix:///path` or `tcp://address:port`. */
+  dockerHost: string;
+  /** STACK_IMAGE: the image a Procfile-only commit is laid onto. */
+  stackImage: string;
+  /** BUILD_TIMEOUT_SECONDS, in milliseconds. */
+  timeoutMs: number;
+  /** BUILD_MEMORY_MB, in bytes: memory of each build step (no swap). */
+  memoryBytes: number;
+  /** BUILD_CPU_SHARES: CPU shares of each build step. */
+  cpuShares: number;
+  /** BUILD_CONTEXT_LIMIT_MB, in bytes: the largest checkout a build sends to the engine. */
+  contextLimitBytes: number;
+  /** BUILD_NETWORK: the network build steps run in. */
+  network: string;
+}
+
 /** Everything the server reads from its environment, validated. */
 export interface ServerConfig {
   port: number;
@@ -45,6 +63,8 @@ export interface ServerConfig {
   /** The router's HTTPS port (`ROUTER_TLS_PORT`, 0 = any free port); null when unset. */
   routerTlsPort: number | null;
   settings: Settings;
+  /** How pushed commits become images; null: they run from their checkout. */
+  imageBuilds: ImageBuildSettings | null;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -125,6 +145,39 @@ function portRange(env: Env): { from: number; to: number } {
   return { from, to };
 }
 
+const IMAGE_REFERENCE = /^[a-z0-9]+([._/-][a-z0-9]+)*(:[0-9]{1,5}\/[a-z0-9]+([._/-][a-z0-9]+)*)?(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$/;
+
+/**
+ * `IMAGE_BUILDER`: `docker` builds every pushed commit into an image (the default with the
+ * Docker scheduler), `none` runs it from its checkout (what the process scheduler needs).
+ */
+function imageBuilds(env: Env): ImageBuildSettings | null {
+  const scheduler = text(env, 'SCHEDULER', 'process');
+  if (oneOf(env, 'IMAGE_BUILDER', scheduler === 'docker' ? 'docker' : 'none', ['docker', 'none'] as const) === 'none') return null;
+  if (scheduler === 'process') {
+    throw new ConfigError('IMAGE_BUILDER', 'cannot be docker with SCHEDULER=process: the process scheduler runs checkouts, not images');
+  }
+  const dockerHost = text(env, 'DOCKER_HOST', 'unix:///var/run/docker.sock');
+  if (!/^unix:\/\/\/.+|^tcp:\/\/[^:/]+:[0-9]{1,5}\/?$/.test(dockerHost)) {
+    throw new ConfigError('DOCKER_HOST', `must be unix:///path/to/docker.sock or tcp://address:port, got "${dockerHost}"`);
+  }
+  const stackImage = text(env, 'STACK_IMAGE', 'svc/stack:latest');
+  if (!IMAGE_REFERENCE.test(stackImage)) throw new ConfigError('STACK_IMAGE', `is not an image reference: "${stackImage}"`);
+  const network = text(env, 'BUILD_NETWORK', 'none');
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(network)) throw new ConfigError('BUILD_NETWORK', `is not a network name: "${network}"`);
+  // The host's network would hand every tenant's build the services listening on this machine.
+  if (network === 'host') throw new ConfigError('BUILD_NETWORK', 'cannot be host: builds run tenants\' code; use none, bridge or a network of its own');
+  return {
+    dockerHost,
+    stackImage,
+    timeoutMs: integer(env, 'BUILD_TIMEOUT_SECONDS', 600, 10, 24 * 3600) * 1000,
+    memoryBytes: integer(env, 'BUILD_MEMORY_MB', 1024, 64, 1024 * 1024) * 1024 * 1024,
+    cpuShares: integer(env, 'BUILD_CPU_SHARES', 512, 2, 1024),
+    contextLimitBytes: integer(env, 'BUILD_CONTEXT_LIMIT_MB', 256, 1, 64 * 1024) * 1024 * 1024,
+    network,
+  };
+}
+
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
 
 /**
@@ -190,5 +243,6 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     routerHost: text(env, 'ROUTER_HOST', text(env, 'HOST', '127.0.0.1')),
     routerTlsPort: routerTlsPort(env),
     settings,
+    imageBuilds: imageBuilds(env),
   };
 }

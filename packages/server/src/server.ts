@@ -159,6 +159,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     trustProxy: config.trustProxy,
     logger,
     git: git?.setup ?? null,
+    imageBuilds: config.imageBuilds,
     shutdown: shutdown.signal,
   });
 

@@ -256,3 +256,53 @@ describe('loadConfig: the router', () => {
     expect(failureOf({ [variable]: value })?.message).toMatch(new RegExp(`^${variable}: `));
   });
 });
+
+describe('loadConfig: image builds', () => {
+  it('builds no images by default: pushed commits run from their checkout', () => {
+    expect(loadConfig({}).imageBuilds).toBeNull();
+    expect(loadConfig({ SCHEDULER: 'memory' }).imageBuilds).toBeNull();
+  });
+
+  it('reads the builder\'s engine, stack image and limits, with their defaults', () => {
+    expect(loadConfig({ SCHEDULER: 'memory', IMAGE_BUILDER: 'docker' }).imageBuilds).toEqual({
+      dockerHost: 'unix:///var/run/docker.sock',
+      stackImage: 'svc/stack:latest',
+      timeoutMs: 600_000,
+      memoryBytes: 1024 * 1024 * 1024,
+      cpuShares: 512,
+      contextLimitBytes: 256 * 1024 * 1024,
+      network: 'none',
+    });
+    expect(loadConfig({
+      SCHEDULER: 'memory',
+      IMAGE_BUILDER: 'docker',
+      DOCKER_HOST: 'tcp://127.0.0.1:2375',
+      STACK_IMAGE: 'registry.local:5000/stacks/node:20',
+      BUILD_TIMEOUT_SECONDS: '120',
+      BUILD_MEMORY_MB: '512',
+      BUILD_CPU_SHARES: '256',
+      BUILD_CONTEXT_LIMIT_MB: '64',
+      BUILD_NETWORK: 'builds',
+    }).imageBuilds).toEqual({
+      dockerHost: 'tcp://127.0.0.1:2375',
+      stackImage: 'registry.local:5000/stacks/node:20',
+      timeoutMs: 120_000,
+      memoryBytes: 512 * 1024 * 1024,
+      cpuShares: 256,
+      contextLimitBytes: 64 * 1024 * 1024,
+      network: 'builds',
+    });
+  });
+
+  it('names the variable of a value it cannot use', () => {
+    const builds = { SCHEDULER: 'memory', IMAGE_BUILDER: 'docker' };
+    expect(failureOf({ IMAGE_BUILDER: 'docker' })?.message).toMatch(/^IMAGE_BUILDER: cannot be docker with SCHEDULER=process/);
+    expect(failureOf({ IMAGE_BUILDER: 'kaniko' })?.message).toMatch(/^IMAGE_BUILDER: must be one of docker, none/);
+    expect(failureOf({ ...builds, DOCKER_HOST: 'ssh://host' })?.message).toMatch(/^DOCKER_HOST:/);
+    expect(failureOf({ ...builds, STACK_IMAGE: 'Not An Image' })?.message).toMatch(/^STACK_IMAGE:/);
+    expect(failureOf({ ...builds, BUILD_NETWORK: 'host; rm' })?.message).toMatch(/^BUILD_NETWORK:/);
+    expect(failureOf({ ...builds, BUILD_NETWORK: 'host' })?.message).toMatch(/^BUILD_NETWORK: cannot be host/);
+    expect(failureOf({ ...builds, BUILD_TIMEOUT_SECONDS: '5' })?.message).toMatch(/^BUILD_TIMEOUT_SECONDS:/);
+    expect(failureOf({ ...builds, BUILD_MEMORY_MB: '8' })?.message).toMatch(/^BUILD_MEMORY_MB:/);
+  });
+});

@@ -145,3 +145,45 @@ export interface RandomSource {
   /** An integer in [0, maxExclusive). */
   int(maxExclusive: number): number;
 }
+
+/** A checked-out commit to turn into an image. */
+export interface ImageBuildRequest {
+  /** The app the image belongs to (its id); the builder labels the image with it. */
+  app: string;
+  /**
+   * The app's uuid, also on the image: an app deleted and created again under the same id is
+   * another app, which must not build from the images the first one left.
+   */
+  appUuid: string;
+  /** The directory holding the commit's files (the build context). */
+  directory: string;
+  /**
+   * `dockerfile`: build the directory's own Dockerfile. `procfile`: lay the directory onto
+   * the platform's stack image as one new layer (`/app`, owned by the user apps run as).
+   */
+  kind: 'dockerfile' | 'procfile';
+}
+
+/**
+ * Builds the images of pushed commits and removes them. A build that fails leaves nothing
+ * behind: no image and no intermediate layer.
+ */
+export interface ImageBuilder {
+  /**
+   * Builds an image, sending each line of the build's output to `output` as it comes.
+   * Resolves with the engine's id of the image, not yet named.
+   * @throws RequestRejected `BUILD.FAILED` (see `buildFailed`) when the source does not build:
+   *   a bad Dockerfile, a failing step, a build limit; any other error when the engine
+   *   cannot be used.
+   */
+  build(request: ImageBuildRequest, output: (line: string) => void): Promise<string>;
+  /** Names an image `reference` (such as `myapp:3`), taking the name from any image that had it. */
+  tag(image: string, reference: string): Promise<void>;
+  /** Removes an image by id with every name it has; an image that no longer exists is not an error. */
+  remove(image: string): Promise<void>;
+  /**
+   * Removes the images this builder made for `app` whose names are not in `keep`; an image
+   * a container still uses stays. Resolves with the names removed.
+   */
+  prune(app: string, keep: readonly string[]): Promise<string[]>;
+}

@@ -99,3 +99,21 @@ export function collectRetainedBuilds(kept: Set<string>, releases: Iterable<{ bu
   }
   return kept.size >= retention;
 }
+
+/** The image a pushed commit is built into when images are built: `<app>:<release version>`, so a rollback runs the exact image. */
+export function releaseImage(appId: string, version: number): string {
+  return `${appId}:${version}`;
+}
+
+/** Whether `image` is a name the platform gives the images it builds for `appId` (`<app>:<number>`): such an image goes once its build is no longer kept. */
+export function isReleaseImage(appId: string, image: string): boolean {
+  return image.startsWith(`${appId}:`) && /^[1-9][0-9]*$/.test(image.slice(appId.length + 1));
+}
+
+/** The code of a push whose source does not build into an image. */
+export const BUILD_FAILED = 'BUILD.FAILED';
+
+/** The error of a source that does not build: a bad Dockerfile, a failing step or a build limit, with the reason for the pusher. */
+export function buildFailed(reason: string): RequestRejected {
+  return new RequestRejected(BUILD_FAILED, `The image build failed: ${reason}`);
+}

@@ -6,6 +6,7 @@ import type {
   CertificateParser,
   Clock,
   IdGenerator,
+  ImageBuilder,
   LogStore,
   PasswordHasher,
   PublicKeyParser,
@@ -70,6 +71,8 @@ export interface CoreDependencies {
   ids: IdGenerator;
   random: RandomSource;
   settings: Settings;
+  /** Builds pushed commits into images; absent or null: pushed commits run from their checkout (the process scheduler). */
+  images?: ImageBuilder | null;
 }
 
 /** The authenticated caller: the user and the token they presented. */

@@ -5,11 +5,11 @@ import type { Repositories } from '../ports/repositories';
 import { describeConfigChange, mergeConfig, parseConfigChanges, PROCESS_TYPE_PATTERN } from '../rules/config';
 import { FieldErrorCollector, bodyObject, isPlainObject, optionalString, requiredString, toInteger } from '../rules/fields';
 import { describeDeploy, structureForBuild } from '../rules/releases';
-import { planSourceBuild, type SourceFiles } from '../rules/sources';
+import { isReleaseImage, planSourceBuild, releaseImage, type SourceFiles } from '../rules/sources';
 import { loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependencies } from './context';
 import { carryOut, currentRelease, planRelease, releaseState, Rollout, type ReleaseState } from './deploy';
 import { withAppLease, type LeaseDependencies } from './leases';
-import { keyActor, retainedBuilds, userOfKey } from './sources';
+import { buildSourceImage, discardSourceImage, keyActor, pruneSourceImages, retainedBuilds, tagSourceImage, userOfKey } from './sources';
 
 type ReleaseDeps = LeaseDependencies;
 
@@ -174,24 +174,56 @@ export interface PushedSource extends SourceFiles {
 
 /** Builds a pushed commit and releases it onto the current config, acting as the holder of the SSH key that pushed it. */
 export class DeploySource {
-  constructor(private readonly deps: ReleaseDeps) {}
+  constructor(private readonly deps: ReleaseDeps & Pick<CoreDependencies, 'images' | 'settings'>) {}
 
   /**
+   * With an image builder, the commit is built into an image first, outside any transaction,
+   * its output sent to `output` line by line; the release then names it `<app>:<version>`
+   * and records no workdir. Without one, the build runs from its checkout (`workdir`).
    * @throws NotAuthenticated when the key is no longer registered; RequestRejected
-   *   `BUILD.NOTHING_TO_RUN` without a Procfile and a Dockerfile; ValidationFailed (procfile,
-   *   dockerfile, sha, workdir); NotFound, AppNotVisible; Unavailable (scheduler).
+   *   `BUILD.NOTHING_TO_RUN` without a Procfile and a Dockerfile, `BUILD.FAILED` when the
+   *   image does not build; ValidationFailed (procfile, dockerfile, sha, workdir); NotFound,
+   *   AppNotVisible; Unavailable (scheduler, image builder).
    */
-  async execute(fingerprint: string, appId: string, source: PushedSource): Promise<PublishedRelease & { build: Build }> {
+  async execute(
+    fingerprint: string,
+    appId: string,
+    source: PushedSource,
+    output: (line: string) => void = () => undefined,
+  ): Promise<PublishedRelease & { build: Build }> {
     const plan = planSourceBuild(appId, source.sha, source);
     if (source.workdir.trim() === '') throw ValidationFailed.field('workdir', 'A source build needs the directory it is checked out in.');
-    const actor = keyActor(await userOfKey(this.deps.uow.repositories, fingerprint));
-    return publishRelease(this.deps, actor, appId, async (repos, current, app) => {
-      const now = this.deps.clock.now();
-      const build: Build = {
-        uuid: this.deps.ids.uuid(), app: app.id, owner: actor.user.username, ...plan, workdir: source.workdir, created: now, updated: now,
-      };
-      return { config: current.config, build, summary: describeDeploy(build), creates: { build } };
-    });
+    const repos = this.deps.uow.repositories;
+    const actor = keyActor(await userOfKey(repos, fingerprint));
+    const images = this.deps.images ?? null;
+    let image: string | null = null;
+    if (images !== null) {
+      // Nobody waits on a build the pusher may not release.
+      const app = await loadVisibleApp(repos, actor, appId);
+      const kind = source.dockerfile !== null ? 'dockerfile' : 'procfile';
+      image = await buildSourceImage(images, { app: app.id, appUuid: app.uuid, directory: source.workdir, kind }, output);
+    }
+    let published: PublishedRelease & { build: Build };
+    try {
+      published = await publishRelease(this.deps, actor, appId, async (_repos, current, app) => {
+        const now = this.deps.clock.now();
+        let fields: Pick<Build, 'image' | 'workdir'> = { image: plan.image, workdir: source.workdir };
+        if (images !== null && image !== null) {
+          // The version is final here: the app's deploy lease is held until the release is published.
+          fields = { image: releaseImage(app.id, current.release.version + 1), workdir: null };
+          await tagSourceImage(images, image, fields.image);
+        }
+        const build: Build = {
+          uuid: this.deps.ids.uuid(), app: app.id, owner: actor.user.username, ...plan, ...fields, created: now, updated: now,
+        };
+        return { config: current.config, build, summary: describeDeploy(build), creates: { build } };
+      });
+    } catch (error) {
+      if (images !== null && image !== null) await discardSourceImage(images, image);
+      throw error;
+    }
+    if (images !== null) await pruneSourceImages(this.deps, images, published.app.id);
+    return published;
   }
 }
 
@@ -221,7 +253,9 @@ export class Rollback {
       if (!target) throw new NotFound('RELEASE.NOT_FOUND', `Release v${version} not found.`);
       const state = await releaseState(repos, target);
       const retention = this.deps.settings.buildRetention;
-      if (state.build?.workdir && !(await retainedBuilds(repos, target.app, retention)).has(state.build.uuid)) {
+      // A pushed build's checkout or image goes once the build is no longer kept.
+      const pushed = state.build !== null && (Boolean(state.build.workdir) || isReleaseImage(target.app, state.build.image));
+      if (pushed && !(await retainedBuilds(repos, target.app, retention)).has(state.build?.uuid ?? '')) {
         throw new RequestRejected(
           'RELEASE.SOURCE_REMOVED',
           `Release v${version} can no longer be rolled back to: only the last ${retention} builds keep their source.`,

@@ -1,8 +1,9 @@
-import { NotAuthenticated } from '../errors';
+import { DomainError, NotAuthenticated, Unavailable } from '../errors';
 import type { App, User } from '../model/entities';
 import type { Repositories } from '../ports/repositories';
-import { collectRetainedBuilds } from '../rules/sources';
-import { loadVisibleApp, type Actor, type CoreDependencies } from './context';
+import type { ImageBuilder, ImageBuildRequest } from '../ports/services';
+import { collectRetainedBuilds, isReleaseImage } from '../rules/sources';
+import { logEvent, loadVisibleApp, type Actor, type CoreDependencies } from './context';
 
 /** The answer to an SSH key that does not open an account. */
 export const UNKNOWN_KEY = 'This SSH key is not registered with any active account.';
@@ -83,5 +84,61 @@ export class ListRetainedWorkdirs {
       if (workdir) workdirs.add(workdir);
     }
     return [...workdirs].sort();
+  }
+}
+
+/**
+ * Builds a pushed commit into an image before anything is written, streaming the build's
+ * output; resolves with the image's id.
+ * @throws RequestRejected `BUILD.FAILED` when the source does not build; Unavailable
+ *   `BUILDER.FAILED` when the image builder cannot be used.
+ */
+export async function buildSourceImage(images: ImageBuilder, request: ImageBuildRequest, output: (line: string) => void): Promise<string> {
+  try {
+    return await images.build(request, output);
+  } catch (error) {
+    if (DomainError.is(error)) throw error;
+    throw new Unavailable('BUILDER.FAILED', `The image builder failed: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/** Names a built image for its release, inside the release's transaction (where the version is final). */
+export async function tagSourceImage(images: ImageBuilder, image: string, reference: string): Promise<void> {
+  try {
+    await images.tag(image, reference);
+  } catch (error) {
+    throw new Unavailable('BUILDER.FAILED', `The image builder could not name the image ${reference}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+/**
+ * Removes an image whose release was not made. Best effort: the push has failed already,
+ * and the image's own error is the one to report.
+ */
+export async function discardSourceImage(images: ImageBuilder, image: string): Promise<void> {
+  try {
+    await images.remove(image);
+  } catch {
+    // Left as an unnamed image; the next prune of the app removes it.
+  }
+}
+
+/**
+ * Removes the images of an app's builds that are no longer kept (past `BUILD_RETENTION`),
+ * never one a kept build (the current release's among them) names. A failure is written
+ * to the app's log: the release is live already.
+ */
+export async function pruneSourceImages(deps: Pick<CoreDependencies, 'uow' | 'settings' | 'logs' | 'clock'>, images: ImageBuilder, appId: string): Promise<string[]> {
+  try {
+    const repos = deps.uow.repositories;
+    const keep: string[] = [];
+    for (const uuid of await retainedBuilds(repos, appId, deps.settings.buildRetention)) {
+      const image = (await repos.builds.findByUuid(uuid))?.image;
+      if (image !== undefined && isReleaseImage(appId, image)) keep.push(image);
+    }
+    return await images.prune(appId, keep);
+  } catch (error) {
+    await logEvent(deps, appId, `old images could not be removed: ${error instanceof Error ? error.message : String(error)}`);
+    return [];
   }
 }

@@ -1,5 +1,5 @@
 import { DEFAULT_SETTINGS, DomainError, createUseCases } from '@svc/core';
-import type { Actor, App, CoreDependencies, Settings, UseCases, User } from '@svc/core';
+import type { Actor, App, CoreDependencies, ImageBuilder, Settings, UseCases, User } from '@svc/core';
 import {
   FakeCertificateParser,
   FakePasswordHasher,
@@ -36,7 +36,7 @@ export class World {
   readonly deps: CoreDependencies;
   readonly useCases: UseCases;
 
-  constructor(settings: Partial<Settings> = {}) {
+  constructor(settings: Partial<Settings> = {}, images: ImageBuilder | null = null) {
     this.settings = { ...DEFAULT_SETTINGS, ...settings };
     this.deps = {
       uow: this.uow,
@@ -51,6 +51,7 @@ export class World {
       ids: this.ids,
       random: this.random,
       settings: this.settings,
+      images,
     };
     this.useCases = createUseCases(this.deps);
   }

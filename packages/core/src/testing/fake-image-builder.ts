@@ -1,0 +1,86 @@
+import type { ImageBuilder, ImageBuildRequest } from '../ports/services';
+
+/** An image the FakeImageBuilder holds: what it was built from and the names it has. */
+export interface FakeImage {
+  id: string;
+  request: ImageBuildRequest;
+  tags: Set<string>;
+}
+
+/**
+ * An image builder for core tests: "builds" by recording the request, says a line of
+ * output, names, removes and prunes in memory, and fails on demand so that tests can check
+ * that a failed build or release keeps nothing.
+ */
+export class FakeImageBuilder implements ImageBuilder {
+  /** Every image built and not removed, by id. */
+  readonly images = new Map<string, FakeImage>();
+  /** Every build request received, oldest first. */
+  readonly requests: ImageBuildRequest[] = [];
+  private next = 1;
+  private buildFailure: (() => Error) | null = null;
+  private tagFailure: (() => Error) | null = null;
+  private pruneFailure: (() => Error) | null = null;
+  /** Images a container uses: prune leaves them. */
+  readonly inUse = new Set<string>();
+
+  async build(request: ImageBuildRequest, output: (line: string) => void): Promise<string> {
+    this.requests.push({ ...request });
+    output(`Step 1/1 : building ${request.kind} of ${request.app}`);
+    const failure = this.buildFailure;
+    this.buildFailure = null;
+    if (failure !== null) throw failure();
+    const id = `sha256:${String(this.next++).padStart(64, '0')}`;
+    this.images.set(id, { id, request: { ...request }, tags: new Set() });
+    return id;
+  }
+
+  async tag(image: string, reference: string): Promise<void> {
+    const failure = this.tagFailure;
+    this.tagFailure = null;
+    if (failure !== null) throw failure();
+    const target = this.images.get(image);
+    if (target === undefined) throw new Error(`No such image: ${image}`);
+    for (const other of this.images.values()) other.tags.delete(reference);
+    target.tags.add(reference);
+  }
+
+  async remove(image: string): Promise<void> {
+    this.images.delete(image);
+  }
+
+  async prune(app: string, keep: readonly string[]): Promise<string[]> {
+    const failure = this.pruneFailure;
+    this.pruneFailure = null;
+    if (failure !== null) throw failure();
+    const removed: string[] = [];
+    for (const image of [...this.images.values()]) {
+      if (image.request.app !== app) continue;
+      const names = [...image.tags];
+      if (names.some((name) => keep.includes(name) || this.inUse.has(name))) continue;
+      this.images.delete(image.id);
+      removed.push(...names);
+    }
+    return removed.sort();
+  }
+
+  /** The names of every image held, sorted. */
+  tags(): string[] {
+    return [...this.images.values()].flatMap((image) => [...image.tags]).sort();
+  }
+
+  /** Makes the next build fail with `error`. */
+  failNextBuild(error: () => Error): void {
+    this.buildFailure = error;
+  }
+
+  /** Makes the next tag fail. */
+  failNextTag(error: () => Error = () => new Error('tag failed (injected)')): void {
+    this.tagFailure = error;
+  }
+
+  /** Makes the next prune fail. */
+  failNextPrune(error: () => Error = () => new Error('prune failed (injected)')): void {
+    this.pruneFailure = error;
+  }
+}

@@ -1,0 +1,359 @@
+import { lstatSync } from 'node:fs';
+import { lstat, readdir, readFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import type { Readable } from 'node:stream';
+import ignore from '@balena/dockerignore';
+import type Docker from 'dockerode';
+import { pack } from 'tar-fs';
+import { buildFailed, isReleaseImage, type ImageBuilder, type ImageBuildRequest } from '@svc/core';
+import { UnreadableReference, imageReferences } from './dockerfile-references';
+
+/** The user (uid and gid) apps run as: a Procfile build's files in `/app` belong to it. */
+export const APP_UID = 10000;
+
+/** The label every image this builder makes carries: the app it belongs to. */
+export const APP_LABEL = 'svc.app';
+
+/** The label of the app's uuid: one app id may name, over time, apps of different owners. */
+export const APP_UUID_LABEL = 'svc.app-uuid';
+
+/** How the builder builds; every limit has a default. */
+export interface DockerImageBuilderOptions {
+  /** The image a Procfile-only commit is laid onto (`STACK_IMAGE`); it must exist in the engine. */
+  stackImage: string;
+  /** The uid and gid a Procfile build's files belong to; default `APP_UID`. */
+  appUid?: number;
+  /** Memory (and memory plus swap: no swap) of each build step's container, in bytes; default 1 GiB. */
+  memoryBytes?: number;
+  /** CPU shares of each build step's container (1024 = one full share); default 512. */
+  cpuShares?: number;
+  /** How long a build may take before it is stopped and fails; default 10 minutes. */
+  timeoutMs?: number;
+  /** The largest checkout sent to the engine, in bytes; default 256 MiB. */
+  contextLimitBytes?: number;
+  /** The network build steps run in (`none`, `bridge`, a network's name); default `none`. */
+  network?: string;
+  /** How much build output reaches the pusher, in bytes; the rest is left out. Default 1 MiB. */
+  outputLimitBytes?: number;
+  /** An unnamed image of an app older than this is the leftover of an interrupted build; default twice `timeoutMs`. */
+  leftoverAgeMs?: number;
+}
+
+const MIB = 1024 * 1024;
+const LINE_LIMIT = 2000;
+// Everything the engine prints that is not text: colours, cursor moves, other control characters.
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const CONTROL = /\u001b\[[0-9;?]*[A-Za-z]|[\u0000-\u0008\u000b-\u001f\u007f]/g;
+const STEP = /^Step \d+\/\d+ : (\S+)/i;
+const LAYER = /^ ---> ([0-9a-f]{12,64})$/;
+
+/** One message of the engine's build stream. */
+interface BuildMessage {
+  stream?: string;
+  error?: string;
+  errorDetail?: { message?: string };
+  aux?: { ID?: string };
+}
+
+/** Whether a path of the build context is left out of it. */
+type Excluded = (path: string) => boolean;
+
+/**
+ * What the checkout's `.dockerignore` leaves out of a Dockerfile build's context, as the
+ * docker client does: the Dockerfile and `.dockerignore` themselves are always sent. A
+ * directory is left out whole unless the file has exceptions (`!pattern`), which may bring
+ * back something inside it.
+ */
+async function dockerignoreOf(directory: string): Promise<Excluded> {
+  let text: string;
+  try {
+    const path = join(directory, '.dockerignore');
+    if (!(await lstat(path)).isFile()) return () => false;
+    text = await readFile(path, 'utf8');
+  } catch {
+    return () => false;
+  }
+  const rules = ignore().add(text);
+  const exceptions = text.split(/\r?\n/).some((line) => line.trim().startsWith('!'));
+  return (path: string) => {
+    const name = relative(directory, path);
+    if (name === '' || name === 'Dockerfile' || name === '.dockerignore' || !rules.ignores(name)) return false;
+    // With exceptions, a directory is walked: something inside it may be brought back.
+    return !(exceptions && lstatSync(path).isDirectory());
+  };
+}
+
+/** Sums the sizes of a directory's entries without following links; stops counting past `limit`. */
+async function sizeOf(directory: string, limit: number, excluded: Excluded): Promise<number> {
+  let total = 0;
+  const pending = [directory];
+  while (pending.length > 0 && total <= limit) {
+    const dir = pending.pop() as string;
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (excluded(path)) continue;
+      if (entry.isDirectory()) pending.push(path);
+      total += entry.isFile() ? (await lstat(path)).size : 512;
+    }
+  }
+  return total;
+}
+
+const messageOf = (error: unknown): string => {
+  if (error !== null && typeof error === 'object') {
+    const json = (error as { json?: { message?: unknown } }).json;
+    if (json && typeof json.message === 'string') return json.message;
+  }
+  return error instanceof Error ? error.message : String(error);
+};
+
+const statusOf = (error: unknown): number | undefined =>
+  error !== null && typeof error === 'object' ? (error as { statusCode?: number }).statusCode : undefined;
+
+/**
+ * Builds pushed commits into images with a Docker Engine: a commit with a Dockerfile is
+ * built by the engine's classic builder (its `.dockerignore` applied); a commit with only a Procfile is laid onto the
+ * stack image as one layer (`/app`). Builds run without cache (no tenant's layers serve
+ * another's), in containers with a memory limit, CPU shares, a network of the operator's
+ * choice and a time limit; a failed build leaves no image behind.
+ */
+export class DockerImageBuilder implements ImageBuilder {
+  private readonly options: Required<DockerImageBuilderOptions>;
+
+  constructor(
+    private readonly docker: Docker,
+    options: DockerImageBuilderOptions,
+  ) {
+    const timeoutMs = options.timeoutMs ?? 10 * 60_000;
+    this.options = {
+      stackImage: options.stackImage,
+      appUid: options.appUid ?? APP_UID,
+      memoryBytes: options.memoryBytes ?? 1024 * MIB,
+      cpuShares: options.cpuShares ?? 512,
+      timeoutMs,
+      contextLimitBytes: options.contextLimitBytes ?? 256 * MIB,
+      network: options.network ?? 'none',
+      outputLimitBytes: options.outputLimitBytes ?? MIB,
+      leftoverAgeMs: options.leftoverAgeMs ?? 2 * timeoutMs,
+    };
+  }
+
+  async build(request: ImageBuildRequest, output: (line: string) => void): Promise<string> {
+    const limit = this.options.contextLimitBytes;
+    const excluded = request.kind === 'dockerfile' ? await dockerignoreOf(request.directory) : () => false;
+    if ((await sizeOf(request.directory, limit, excluded)) > limit) {
+      throw buildFailed(`the commit's files take more than ${Math.floor(limit / MIB)} MiB, the most a build may send to the engine.`);
+    }
+    if (request.kind === 'dockerfile') await this.checkReferences(request);
+    const context = request.kind === 'dockerfile' ? pack(request.directory, { ignore: excluded }) : this.stackContext(request.directory);
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(), this.options.timeoutMs);
+    const seen: string[] = [];
+    try {
+      return await this.run(request, context, abort.signal, output, seen);
+    } catch (error) {
+      await this.removeLayers(seen);
+      if (abort.signal.aborted) {
+        throw buildFailed(`it took longer than ${Math.round(this.options.timeoutMs / 1000)} seconds, the most a build may take.`);
+      }
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      context.destroy();
+    }
+  }
+
+  async tag(image: string, reference: string): Promise<void> {
+    const colon = reference.lastIndexOf(':');
+    await this.docker.getImage(image).tag({ repo: reference.slice(0, colon), tag: reference.slice(colon + 1) });
+  }
+
+  async remove(image: string): Promise<void> {
+    try {
+      await this.docker.getImage(image).remove({ force: true });
+    } catch (error) {
+      if (statusOf(error) !== 404) throw error;
+    }
+  }
+
+  async prune(app: string, keep: readonly string[]): Promise<string[]> {
+    const images = await this.docker.listImages({ filters: JSON.stringify({ label: [`${APP_LABEL}=${app}`] }) });
+    const removed: string[] = [];
+    const now = Date.now();
+    for (const image of images) {
+      if (image.Labels?.[APP_LABEL] !== app) continue;
+      const names = (image.RepoTags ?? []).filter((tag) => tag !== '<none>:<none>');
+      if (names.some((name) => keep.includes(name))) continue;
+      // An unnamed image is an interrupted build's, once no build could still be naming it.
+      if (names.length === 0 && now - image.Created * 1000 < this.options.leftoverAgeMs) continue;
+      // A name given by anyone else than this builder stays, and with it the image.
+      if (names.some((name) => !isReleaseImage(app, name))) continue;
+      try {
+        if (names.length === 0) await this.docker.getImage(image.Id).remove();
+        for (const name of names) await this.docker.getImage(name).remove();
+        removed.push(...names);
+      } catch (error) {
+        // A container still uses it (409) or it is gone already (404): the next prune tries again.
+        if (statusOf(error) !== 409 && statusOf(error) !== 404) throw error;
+      }
+    }
+    return removed.sort();
+  }
+
+  /** The build context of a Procfile-only commit: its files under `app/`, and a Dockerfile laying them onto the stack. */
+  private stackContext(directory: string): Readable & { destroy(): void } {
+    const uid = this.options.appUid;
+    const dockerfile = [
+      `FROM ${this.options.stackImage}`,
+      `COPY --chown=${uid}:${uid} app/ /app/`,
+      'WORKDIR /app',
+      '',
+    ].join('\n');
+    return pack(directory, {
+      map: (header) => ({ ...header, name: `app/${header.name}` }),
+      finalize: false,
+      finish: (tar) => {
+        tar.entry({ name: 'Dockerfile', mode: 0o644 }, dockerfile);
+        tar.finalize();
+      },
+    });
+  }
+
+  /**
+   * Refuses a Dockerfile that reads from another app's image: every app's images are in the
+   * engine's one store, under names anyone can guess.
+   */
+  private async checkReferences(request: ImageBuildRequest): Promise<void> {
+    const path = join(request.directory, 'Dockerfile');
+    // Read only as what it is in the commit: a regular file, never through a link.
+    const stats = await lstat(path).catch(() => null);
+    if (stats === null || !stats.isFile()) throw buildFailed('the Dockerfile must be a regular file at the top of the commit.');
+    if (stats.size > 1024 * 1024) throw buildFailed('the Dockerfile is larger than 1 MiB.');
+    let references: string[];
+    try {
+      references = imageReferences(await readFile(path, 'utf8'));
+    } catch (error) {
+      if (error instanceof UnreadableReference) throw buildFailed(`${error.message}.`);
+      throw error;
+    }
+    for (const reference of references) {
+      let labels: Record<string, string> = {};
+      try {
+        labels = (await this.docker.getImage(reference).inspect()).Config?.Labels ?? {};
+      } catch (error) {
+        // Not in the engine: the engine pulls it from a registry, or fails the build.
+        if (statusOf(error) === 404 || statusOf(error) === 400) continue;
+        throw error;
+      }
+      // An image of this app's id left by an app deleted before it is another app's too.
+      if (labels[APP_LABEL] !== undefined && (labels[APP_LABEL] !== request.app || labels[APP_UUID_LABEL] !== request.appUuid)) {
+        throw buildFailed(`the Dockerfile refers to ${reference}, an image of another app; build from public or stack images only.`);
+      }
+    }
+  }
+
+  /** Runs the engine's build and follows its output; resolves with the image's id. */
+  private async run(request: ImageBuildRequest, context: Readable, signal: AbortSignal, output: (line: string) => void, seen: string[]): Promise<string> {
+    let stream: NodeJS.ReadableStream;
+    try {
+      stream = await this.docker.buildImage(context, {
+        labels: { [APP_LABEL]: request.app, [APP_UUID_LABEL]: request.appUuid },
+        nocache: true,
+        rm: true,
+        forcerm: true,
+        pull: false,
+        memory: this.options.memoryBytes,
+        memswap: this.options.memoryBytes,
+        cpushares: this.options.cpuShares,
+        networkmode: this.options.network,
+        abortSignal: signal,
+      } as Docker.ImageBuildOptions);
+    } catch (error) {
+      const status = statusOf(error);
+      // The engine refuses what it cannot build (a Dockerfile it cannot parse) before streaming.
+      if (status !== undefined && status >= 400 && status < 500) throw buildFailed(messageOf(error).trim());
+      throw error;
+    }
+    const say = this.limitedOutput(output);
+    let id: string | null = null;
+    let failure: string | null = null;
+    let fromStep = false;
+    let pending = '';
+    const onText = (text: string): void => {
+      pending += text;
+      let end: number;
+      while ((end = pending.indexOf('\n')) >= 0) {
+        const line = pending.slice(0, end).replace(CONTROL, '').trimEnd();
+        pending = pending.slice(end + 1);
+        const step = STEP.exec(line);
+        if (step !== null) fromStep = step[1]?.toUpperCase() === 'FROM';
+        const layer = LAYER.exec(line);
+        // The layer a FROM step names is the base image, never this build's to remove.
+        if (layer !== null && !fromStep) seen.push(layer[1] as string);
+        if (line !== '') say(line);
+      }
+    };
+    await new Promise<void>((resolve, reject) => {
+      let buffered = '';
+      stream.on('data', (chunk: Buffer) => {
+        buffered += chunk.toString('utf8');
+        let end: number;
+        while ((end = buffered.indexOf('\n')) >= 0) {
+          const raw = buffered.slice(0, end).trim();
+          buffered = buffered.slice(end + 1);
+          if (raw === '') continue;
+          let message: BuildMessage;
+          try {
+            message = JSON.parse(raw) as BuildMessage;
+          } catch {
+            continue;
+          }
+          if (typeof message.stream === 'string') onText(message.stream);
+          if (typeof message.aux?.ID === 'string') id = message.aux.ID;
+          if (message.error !== undefined || message.errorDetail !== undefined) failure = message.errorDetail?.message ?? message.error ?? 'the build failed';
+        }
+      });
+      stream.on('end', () => resolve());
+      stream.on('close', () => resolve());
+      stream.on('error', (error: Error) => reject(error));
+    });
+    if (pending !== '') onText('\n');
+    if (signal.aborted) throw new Error('The build was stopped');
+    if (failure !== null) {
+      say(`The build failed: ${String(failure).replace(CONTROL, '').trim()}`);
+      throw buildFailed(String(failure).replace(CONTROL, '').trim());
+    }
+    if (id === null) throw new Error('The engine finished the build without naming an image');
+    return id;
+  }
+
+  /** Forwards output lines up to the output limit, then one line saying the rest is left out. */
+  private limitedOutput(output: (line: string) => void): (line: string) => void {
+    let left = this.options.outputLimitBytes;
+    let cut = false;
+    return (line: string) => {
+      if (cut) return;
+      const text = line.length > LINE_LIMIT ? `${line.slice(0, LINE_LIMIT)}...` : line;
+      left -= Buffer.byteLength(text) + 1;
+      if (left < 0) {
+        cut = true;
+        output('(further build output left out)');
+        return;
+      }
+      output(text);
+    };
+  }
+
+  /** Removes the layers a failed build made, newest first; a layer another image needs stays. */
+  private async removeLayers(layers: readonly string[]): Promise<void> {
+    for (const layer of [...layers].reverse()) {
+      try {
+        const image = await this.docker.getImage(layer).inspect();
+        if ((image.RepoTags ?? []).length > 0) continue;
+        await this.docker.getImage(layer).remove();
+      } catch {
+        // Gone already (removing a child prunes its unnamed parents), or in use: nothing to do.
+      }
+    }
+  }
+}

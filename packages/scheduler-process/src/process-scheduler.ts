@@ -203,20 +203,24 @@ export class ProcessScheduler implements Scheduler {
   /**
    * Sets up the confinement of apps once: checks that the sandbox works on this machine and
    * installs the rules that keep apps off this machine's addresses, except `allowLocalPorts`
-   * (the router's). Call it once the controller's own ports are bound, before starting any
-   * process; `start` and `run` call it (with no port) when it was not called. When the
+   * (the router's; they may be given as a promise, for ports bound after this call). Call it
+   * before starting any process; `start` and `run` call it (with no port) when it was not
+   * called, and wait for it when it was. When the
    * sandbox is wanted and unavailable, the status says why, and every `start` and `run`
    * rejects with that reason: no app code runs unconfined unless the sandbox option is null.
    */
-  prepare(allowLocalPorts: number[] = []): Promise<SandboxStatus> {
+  prepare(allowLocalPorts: number[] | Promise<number[]> = []): Promise<SandboxStatus> {
     this.preparing ??= (async (): Promise<SandboxStatus> => {
       if (this.sandbox === null || this.firewall === null) return { mode: 'off', problem: null };
       const hint = this.sandboxHint ? `. ${this.sandboxHint}` : '';
       const problem = await this.sandbox.problem();
+      const ports = await allowLocalPorts;
       if (problem !== null) return { mode: 'unavailable', problem: `apps cannot run: the sandbox is unavailable: ${problem}${hint}` };
       try {
-        await this.firewall.install(allowLocalPorts);
+        await this.firewall.install(ports);
         this.firewallInstalled = true;
+        // A shutdown meanwhile found no rules to take away.
+        if (this.closing !== null) await this.firewall.remove();
       } catch (error) {
         await this.firewall.remove().catch(() => undefined);
         return { mode: 'unavailable', problem: `apps cannot run: their network rules cannot be installed: ${messageOf(error)}${hint}` };

@@ -139,7 +139,7 @@ describeWithSandbox('a hostile app owner with SCHEDULER=process and no container
 
   it('keeps DATA_DIR, other apps’ processes and environments, the database and the API out of reach', async () => {
     const [, files] = await run(mallory, 'hostile', `cat ${join(dataDir, 'secret_key')} || echo "no secret"; ls ${dataDir} || echo "no data dir"; ls ${join(dataDir, 'apps')} || echo "no apps"`);
-    const [, processes] = await run(mallory, 'hostile', 'ps -e -o comm= | grep -c \"^node$\"; cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n" | grep -c VICTIM_SECRET');
+    const [, processes] = await run(mallory, 'hostile', 'ps -e -o comm= | grep -cx node; cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n" | grep -c VICTIM_SECRET');
     const [, database] = await run(mallory, 'hostile', connectTo(5432));
     const [, api] = await run(mallory, 'hostile', connectTo(apiPort));
     const [, router] = await run(mallory, 'hostile', connectTo(routerPort));

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { constants } from 'node:os';
-import { groupMembers, namespaceMembers, procAvailable } from './proc';
+import { groupMembers, namespaceMembers, procAvailable, readStat } from './proc';
 
 /** How a process ended: an exit code, or the signal that killed it. */
 export interface ExitStatus {
@@ -53,6 +53,8 @@ export interface GroupOptions {
 interface SandboxInfo {
   /** The namespace's init, as a pid of the controller's namespace. */
   init: number;
+  /** The init's start time, which tells it from a later process with the same pid. */
+  initStart: string | null;
   namespace: string;
 }
 
@@ -131,8 +133,8 @@ export function spawnGroup(options: GroupOptions): Promise<ProcessGroup> {
           exited,
           outputClosed,
           exitStatus: () => status,
-          signal: (signal) => signalSandbox(pid, info, signal),
-          alive: () => sandboxAlive(pid, info),
+          signal: (signal) => signalSandbox(pid, info, () => status === null, signal),
+          alive: () => sandboxAlive(pid, info, () => status === null),
           detachOutput: () => {
             for (const stream of streams) stream.destroy();
           },
@@ -159,7 +161,10 @@ function readSandboxInfo(stream: Readable | null): Promise<SandboxInfo | null> {
         const data = JSON.parse(text) as Record<string, unknown>;
         const init = data['child-pid'];
         const namespace = data['pid-namespace'];
-        resolve(Number.isInteger(init) && Number.isInteger(namespace) ? { init: init as number, namespace: `pid:[${String(namespace)}]` } : null);
+        if (!Number.isInteger(init) || !Number.isInteger(namespace)) return resolve(null);
+        void readStat(init as number).then((stat) =>
+          resolve({ init: init as number, initStart: stat?.startTime ?? null, namespace: `pid:[${String(namespace)}]` }),
+        );
       } catch {
         resolve(null);
       }
@@ -179,25 +184,40 @@ function sandboxedExit(code: number | null, signal: NodeJS.Signals | null): Exit
   return { code, signal };
 }
 
+/** Whether the sandbox's init is still the process it was (a pid may be reused once it is gone). */
+async function initAlive(info: SandboxInfo): Promise<boolean> {
+  const stat = await readStat(info.init);
+  return stat !== null && stat.state !== 'Z' && stat.startTime === info.initStart;
+}
+
 /**
  * Signals a sandbox. SIGKILL kills the namespace's init (and bubblewrap), which takes every
  * process of the namespace with it. Any other signal goes to every process of the namespace
  * but its init (which would ignore it) and bubblewrap outside it (which would die of it and
- * take the processes with it before they could finish).
+ * take the processes with it before they could finish). Only while the init lives is the
+ * namespace this sandbox's: the number of a namespace that has ended is given to new ones.
  */
-function signalSandbox(pid: number, info: SandboxInfo | null, signal: NodeJS.Signals): void {
+function signalSandbox(pid: number, info: SandboxInfo | null, running: () => boolean, signal: NodeJS.Signals): void {
   if (signal === 'SIGKILL' || info === null) {
-    if (info !== null) signalProcess(info.init, 'SIGKILL');
-    signalGroup(pid, 'SIGKILL');
+    if (running()) signalGroup(pid, 'SIGKILL');
+    if (info !== null) void initAlive(info).then((alive) => alive && signalProcess(info.init, 'SIGKILL'));
     return;
   }
-  void namespaceMembers(info.namespace).then((members) => {
+  void (async () => {
+    if (!(await initAlive(info))) return;
+    const members = await namespaceMembers(info.namespace);
+    if (!(await initAlive(info))) return;
     for (const member of members) if (member !== info.init) signalProcess(member, signal);
-  });
+  })();
 }
 
-async function sandboxAlive(pid: number, info: SandboxInfo | null): Promise<boolean> {
-  if (info !== null && (await namespaceMembers(info.namespace)).length > 0) return true;
+/**
+ * Whether anything of the sandbox lives: bubblewrap exits only once the namespace's init has
+ * been collected, and the init ends only once every other process of its namespace is gone.
+ */
+async function sandboxAlive(pid: number, info: SandboxInfo | null, running: () => boolean): Promise<boolean> {
+  if (running()) return true;
+  if (info !== null) return initAlive(info);
   return groupAlive(pid);
 }
 

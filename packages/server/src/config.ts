@@ -168,6 +168,7 @@ function sandbox(env: Env): SandboxOptions | null {
     maxFileBytes: integer(env, 'SANDBOX_MAX_FILE_SIZE', 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER),
     tmpBytes: integer(env, 'SANDBOX_TMP_SIZE', 64 * 1024 ** 2, 1024 * 1024, Number.MAX_SAFE_INTEGER),
     readOnlyPaths: readOnlyPaths(env),
+    bwrap: text(env, 'SANDBOX_BWRAP', 'bwrap'),
   };
 }
 

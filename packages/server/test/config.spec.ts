@@ -60,6 +60,7 @@ describe('loadConfig', () => {
       maxFileBytes: 1024 ** 3,
       tmpBytes: 64 * 1024 ** 2,
       readOnlyPaths: [],
+      bwrap: 'bwrap',
     });
     expect(
       loadConfig({
@@ -69,6 +70,7 @@ describe('loadConfig', () => {
         SANDBOX_MAX_FILE_SIZE: '1048576',
         SANDBOX_TMP_SIZE: '2097152',
         SANDBOX_READ_ONLY_PATHS: '/opt/node:/srv/runtime',
+        SANDBOX_BWRAP: '/opt/bubblewrap/bin/bwrap',
       }).processes.sandbox,
     ).toEqual({
       uidRange: { from: 300000, to: 300999 },
@@ -77,6 +79,7 @@ describe('loadConfig', () => {
       maxFileBytes: 1048576,
       tmpBytes: 2097152,
       readOnlyPaths: ['/opt/node', '/srv/runtime'],
+      bwrap: '/opt/bubblewrap/bin/bwrap',
     });
     expect(loadConfig({ UNSAFE_SINGLE_USER_DEV: '1' }).processes.sandbox).toBeNull();
     expect(loadConfig({ UNSAFE_SINGLE_USER_DEV: 'false' }).processes.sandbox).not.toBeNull();

@@ -190,6 +190,28 @@ describeWithSandbox('a hostile app owner with SCHEDULER=process and no container
     expect(logs.text).not.toContain('took port');
   });
 
+  it('runs no app code when the sandbox cannot be set up: 503 with the reason and the fix, and /readyz says so', async () => {
+    await server?.close();
+    const running = await start({ SANDBOX_BWRAP: '/nonexistent/bwrap' });
+    sessions(running);
+
+    const ready = await mallory.api.get('/readyz');
+    const run = await mallory.api.post('/v1/apps/hostile/run/', { command: 'id -u' });
+    const scale = await mallory.api.post('/v1/apps/hostile/scale/', { web: 2 });
+    const containers = await mallory.api.get<{ results: Array<{ state: string }> }>('/v1/apps/hostile/containers/');
+
+    const problem = 'apps cannot run: the sandbox is unavailable: bubblewrap (bwrap) is not installed. Run the controller as root on Linux with bubblewrap';
+    expect(ready.status).toBe(200);
+    expect(ready.body).toEqual({ status: 'ready', sandbox: 'unavailable', warning: expect.stringContaining(problem) });
+    expect(ready.body).toEqual({ status: 'ready', sandbox: 'unavailable', warning: expect.stringContaining('UNSAFE_SINGLE_USER_DEV=1') });
+    expect(run.status).toBe(503);
+    expect(JSON.stringify(run.body)).toContain(problem);
+    expect(scale.status).toBe(503);
+    // Restored containers could not start: recorded error, and nothing of the app runs.
+    expect(containers.body.results.map((c) => c.state)).toEqual(['error']);
+    expect((await viaRouter(routerPort, 'hostile')).status).toBe(503);
+  });
+
   it('reports an unconfined controller in /readyz when UNSAFE_SINGLE_USER_DEV is set', async () => {
     await server?.close();
     const running = await start({ UNSAFE_SINGLE_USER_DEV: '1' });

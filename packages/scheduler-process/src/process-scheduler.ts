@@ -239,6 +239,7 @@ export class ProcessScheduler implements Scheduler {
   /** The app's user (given now if it has none) and /etc files, and its directory given to it; null without a sandbox. */
   private async confine(app: string, cwd: string): Promise<Confinement | null> {
     if (this.sandbox === null) return null;
+    if (!APP_ID.test(app)) throw new Error(`unusable app id "${app}"`);
     const active = new Set([...this.containers.values()].filter((c) => !c.forgotten).map((c) => c.spec.app));
     for (const r of this.runs.values()) active.add(r.app);
     const uid = this.sandbox.uidFor(app, active);

@@ -26,6 +26,8 @@ export interface HttpOptions {
   platformDomain: string;
   /** Whether the service can serve requests (e.g. the database answers), for `GET /readyz`. */
   ready?: () => Promise<boolean>;
+  /** Fields added to the `GET /readyz` answer when ready, besides `status` (e.g. `sandbox` and `warning`). */
+  readyDetails?: () => Record<string, string>;
   /** Where request lines and unexpected errors are written; nothing is logged without one. */
   logger?: HttpLogger;
   /** Trust `X-Forwarded-*` headers from a reverse proxy (for protocol and host in page links). */
@@ -43,6 +45,7 @@ export function createHttpApp(options: HttpOptions): Application {
     useCases: options.useCases,
     platformDomain: options.platformDomain,
     ready: options.ready ?? (async () => true),
+    readyDetails: options.readyDetails ?? (() => ({})),
     logger,
     followBufferBytes: options.followBufferBytes ?? DEFAULT_FOLLOW_BUFFER_BYTES,
     shutdown: options.shutdown,

@@ -22,6 +22,8 @@ export interface RouteContext {
   useCases: UseCases;
   platformDomain: string;
   ready: () => Promise<boolean>;
+  /** Extra fields of a ready answer (e.g. a warning that apps run unconfined); none by default. */
+  readyDetails: () => Record<string, string>;
   logger: HttpLogger;
   /** Bytes of log lines held for a slow follower. */
   followBufferBytes: number;

@@ -5,6 +5,8 @@ export {
   type BackoffOptions,
   type Endpoint,
   type ProcessSchedulerOptions,
+  type SandboxStatus,
 } from './process-scheduler';
 export type { PortRange } from './ports';
 export { formatBytes, memoryLimitBytes, niceForCpuShares } from './limits';
+export { APP_MOUNT, DEFAULT_UID_RANGE, type SandboxOptions, type UidRange } from './sandbox';

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { readFile, readdir } from 'node:fs/promises';
+import { readFile, readdir, readlink } from 'node:fs/promises';
 
 /** Whether this system has a Linux-style /proc to read process groups and memory from. */
 export function procAvailable(): boolean {
@@ -83,4 +83,87 @@ export async function groupResidentBytes(pgids: ReadonlySet<number>): Promise<Ma
     }),
   );
   return totals;
+}
+
+/** The PID namespace of a process (`pid:[4026532180]`), or null when it is gone or unreadable. */
+export async function pidNamespace(pid: number): Promise<string | null> {
+  try {
+    return await readlink(`/proc/${pid}/ns/pid`);
+  } catch {
+    return null;
+  }
+}
+
+/** The live (not zombie) processes of a PID namespace, as pids of this one. */
+export async function namespaceMembers(namespace: string): Promise<number[]> {
+  let entries: string[];
+  try {
+    entries = await readdir('/proc');
+  } catch {
+    return [];
+  }
+  const pids = entries.filter((name) => /^[0-9]+$/.test(name)).map(Number);
+  const members = await Promise.all(
+    pids.map(async (pid) => {
+      if ((await pidNamespace(pid)) !== namespace) return null;
+      const stat = await readStat(pid);
+      return stat === null || stat.state === 'Z' ? null : pid;
+    }),
+  );
+  return members.filter((pid): pid is number => pid !== null);
+}
+
+/** The live processes whose real user id is `uid`. */
+export async function processesOf(uid: number): Promise<number[]> {
+  let entries: string[];
+  try {
+    entries = await readdir('/proc');
+  } catch {
+    return [];
+  }
+  const found = await Promise.all(
+    entries
+      .filter((name) => /^[0-9]+$/.test(name))
+      .map(async (name) => {
+        try {
+          const status = await readFile(`/proc/${name}/status`, 'utf8');
+          const real = /^Uid:\s+([0-9]+)/m.exec(status)?.[1];
+          const state = /^State:\s+(\S)/m.exec(status)?.[1];
+          return Number(real) === uid && state !== 'Z' ? Number(name) : null;
+        } catch {
+          return null;
+        }
+      }),
+  );
+  return found.filter((pid): pid is number => pid !== null);
+}
+
+/** The summed resident memory of processes, in bytes. */
+export async function residentBytesOf(pids: number[]): Promise<number> {
+  const sizes = await Promise.all(pids.map(residentBytes));
+  return sizes.reduce((sum, size) => sum + size, 0);
+}
+
+/** Every live process by PID namespace, read in one pass over /proc. */
+export async function processesByNamespace(): Promise<Map<string, number[]>> {
+  const byNamespace = new Map<string, number[]>();
+  let entries: string[];
+  try {
+    entries = await readdir('/proc');
+  } catch {
+    return byNamespace;
+  }
+  await Promise.all(
+    entries
+      .filter((name) => /^[0-9]+$/.test(name))
+      .map(async (name) => {
+        const pid = Number(name);
+        const namespace = await pidNamespace(pid);
+        if (namespace === null) return;
+        const list = byNamespace.get(namespace) ?? [];
+        list.push(pid);
+        byNamespace.set(namespace, list);
+      }),
+  );
+  return byNamespace;
 }

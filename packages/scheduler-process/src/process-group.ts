@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
+import type { Readable } from 'node:stream';
 import { constants } from 'node:os';
-import { groupMembers, procAvailable } from './proc';
+import { groupMembers, namespaceMembers, procAvailable, readStat } from './proc';
 
 /** How a process ended: an exit code, or the signal that killed it. */
 export interface ExitStatus {
@@ -24,6 +25,11 @@ export interface ProcessGroup {
   alive(): Promise<boolean>;
   /** Stops reading the output pipes, for processes that keep them open after the group is gone. */
   detachOutput(): void;
+  /**
+   * The PID namespace every process of a sandboxed group lives in (`pid:[…]`), once known;
+   * null for a plain process group.
+   */
+  namespace(): string | null;
 }
 
 /** What to start. */
@@ -35,6 +41,21 @@ export interface GroupOptions {
   nice: number;
   /** Receives output as it arrives; `stream` tells stdout from stderr. */
   onOutput: (chunk: Buffer, stream: 'stdout' | 'stderr') => void;
+  /**
+   * A bubblewrap command line that runs the command in a sandbox with its own PID namespace,
+   * instead of `sh -c` here (`command`, `cwd` and `nice` are then already in it). The group
+   * is then that namespace: every process in it, whatever its process group or session.
+   */
+  sandboxed?: { file: string; args: string[] } | null;
+}
+
+/** What bubblewrap reports on its info descriptor. */
+interface SandboxInfo {
+  /** The namespace's init, as a pid of the controller's namespace. */
+  init: number;
+  /** The init's start time, which tells it from a later process with the same pid. */
+  initStart: string | null;
+  namespace: string;
 }
 
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -45,18 +66,26 @@ const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
  * exists; rejects when it cannot be started (missing directory or shell).
  */
 export function spawnGroup(options: GroupOptions): Promise<ProcessGroup> {
-  const shell = ['/bin/sh', '-c', options.command];
-  const [file, ...args] = options.nice > 0 ? ['nice', '-n', String(options.nice), ...shell] : shell;
-  const child = spawn(file as string, args, {
-    cwd: options.cwd,
+  const sandboxed = options.sandboxed ?? null;
+  let file: string;
+  let args: string[];
+  if (sandboxed !== null) {
+    file = sandboxed.file;
+    args = ['--info-fd', '3', ...sandboxed.args];
+  } else {
+    const shell = ['/bin/sh', '-c', options.command];
+    [file, ...args] = (options.nice > 0 ? ['nice', '-n', String(options.nice), ...shell] : shell) as [string, ...string[]];
+  }
+  const child = spawn(file, args, {
+    cwd: sandboxed === null ? options.cwd : '/',
     env: options.env,
     detached: true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: sandboxed === null ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe', 'pipe'],
   });
   let status: ExitStatus | null = null;
   const exited = new Promise<ExitStatus>((resolve) => {
     child.once('exit', (code, signal) => {
-      status = { code, signal };
+      status = sandboxed === null ? { code, signal } : sandboxedExit(code, signal);
       resolve(status);
     });
   });
@@ -72,6 +101,8 @@ export function spawnGroup(options: GroupOptions): Promise<ProcessGroup> {
     // A read error only ends the output; the exit status still arrives.
     stream.on('error', () => undefined);
   }
+  let info: SandboxInfo | null = null;
+  const infoRead = sandboxed === null ? Promise.resolve() : readSandboxInfo(child.stdio[3] as Readable | null).then((read) => void (info = read));
 
   return new Promise<ProcessGroup>((resolve, reject) => {
     // Kept for the child's whole life: an 'error' without a listener would end the controller.
@@ -80,19 +111,122 @@ export function spawnGroup(options: GroupOptions): Promise<ProcessGroup> {
     });
     child.once('spawn', () => {
       const pid = child.pid as number;
-      resolve({
-        pid,
-        exited,
-        outputClosed,
-        exitStatus: () => status,
-        signal: (signal) => signalGroup(pid, signal),
-        alive: () => groupAlive(pid),
-        detachOutput: () => {
-          for (const stream of streams) stream.destroy();
-        },
-      });
+      if (sandboxed === null) {
+        resolve({
+          pid,
+          exited,
+          outputClosed,
+          exitStatus: () => status,
+          signal: (signal) => signalGroup(pid, signal),
+          alive: () => groupAlive(pid),
+          detachOutput: () => {
+            for (const stream of streams) stream.destroy();
+          },
+          namespace: () => null,
+        });
+        return;
+      }
+      // The namespace is known once bubblewrap has made it (or has failed and exited).
+      void infoRead.then(() =>
+        resolve({
+          pid,
+          exited,
+          outputClosed,
+          exitStatus: () => status,
+          signal: (signal) => signalSandbox(pid, info, () => status === null, signal),
+          alive: () => sandboxAlive(pid, info, () => status === null),
+          detachOutput: () => {
+            for (const stream of streams) stream.destroy();
+          },
+          namespace: () => info?.namespace ?? null,
+        }),
+      );
     });
   });
+}
+
+/** Reads bubblewrap's JSON report (the init's pid and the PID namespace); null when there is none. */
+function readSandboxInfo(stream: Readable | null): Promise<SandboxInfo | null> {
+  if (stream === null) return Promise.resolve(null);
+  return new Promise((resolve) => {
+    let text = '';
+    stream.setEncoding('utf8');
+    stream.on('data', (chunk: string) => {
+      text += chunk;
+      if (text.length > 64 * 1024) stream.destroy();
+    });
+    stream.on('error', () => undefined);
+    stream.once('close', () => {
+      try {
+        const data = JSON.parse(text) as Record<string, unknown>;
+        const init = data['child-pid'];
+        const namespace = data['pid-namespace'];
+        if (!Number.isInteger(init) || !Number.isInteger(namespace)) return resolve(null);
+        void readStat(init as number).then((stat) =>
+          resolve({ init: init as number, initStart: stat?.startTime ?? null, namespace: `pid:[${String(namespace)}]` }),
+        );
+      } catch {
+        resolve(null);
+      }
+    });
+  });
+}
+
+/**
+ * bubblewrap exits with the command's code, or 128 plus the signal that killed it: the
+ * latter is reported as that signal, as a shell would tell it.
+ */
+function sandboxedExit(code: number | null, signal: NodeJS.Signals | null): ExitStatus {
+  if (code !== null && code > 128 && code < 128 + 32) {
+    const name = (Object.entries(constants.signals) as Array<[NodeJS.Signals, number]>).find(([, number]) => number === code - 128)?.[0];
+    if (name !== undefined) return { code: null, signal: name };
+  }
+  return { code, signal };
+}
+
+/** Whether the sandbox's init is still the process it was (a pid may be reused once it is gone). */
+async function initAlive(info: SandboxInfo): Promise<boolean> {
+  const stat = await readStat(info.init);
+  return stat !== null && stat.state !== 'Z' && stat.startTime === info.initStart;
+}
+
+/**
+ * Signals a sandbox. SIGKILL kills the namespace's init (and bubblewrap), which takes every
+ * process of the namespace with it. Any other signal goes to every process of the namespace
+ * but its init (which would ignore it) and bubblewrap outside it (which would die of it and
+ * take the processes with it before they could finish). Only while the init lives is the
+ * namespace this sandbox's: the number of a namespace that has ended is given to new ones.
+ */
+function signalSandbox(pid: number, info: SandboxInfo | null, running: () => boolean, signal: NodeJS.Signals): void {
+  if (signal === 'SIGKILL' || info === null) {
+    if (running()) signalGroup(pid, 'SIGKILL');
+    if (info !== null) void initAlive(info).then((alive) => alive && signalProcess(info.init, 'SIGKILL'));
+    return;
+  }
+  void (async () => {
+    if (!(await initAlive(info))) return;
+    const members = await namespaceMembers(info.namespace);
+    if (!(await initAlive(info))) return;
+    for (const member of members) if (member !== info.init) signalProcess(member, signal);
+  })();
+}
+
+/**
+ * Whether anything of the sandbox lives: bubblewrap exits only once the namespace's init has
+ * been collected, and the init ends only once every other process of its namespace is gone.
+ */
+async function sandboxAlive(pid: number, info: SandboxInfo | null, running: () => boolean): Promise<boolean> {
+  if (running()) return true;
+  if (info !== null) return initAlive(info);
+  return groupAlive(pid);
+}
+
+function signalProcess(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // Gone already.
+  }
 }
 
 /** Sends a signal to a whole process group; a group that is gone (or not ours) is no error. */
@@ -137,14 +271,24 @@ export async function waitForGroupGone(pgid: number, ms: number): Promise<boolea
 export async function terminateGroup(group: ProcessGroup, graceMs: number): Promise<void> {
   if (await group.alive()) {
     group.signal('SIGTERM');
-    if (!(await waitForGroupGone(group.pid, graceMs))) group.signal('SIGKILL');
+    if (!(await waitUntilGone(group, graceMs))) group.signal('SIGKILL');
   }
   await group.exited;
   // Members that outlived the leader are killed outright: nothing of a stopped container stays.
-  if (!(await waitForGroupGone(group.pid, 2000))) {
+  if (!(await waitUntilGone(group, 2000))) {
     group.signal('SIGKILL');
-    await waitForGroupGone(group.pid, 2000);
+    await waitUntilGone(group, 2000);
   }
+}
+
+/** Waits until nothing of the group is alive or `ms` have passed; resolves with whether it is gone. */
+export async function waitUntilGone(group: ProcessGroup, ms: number): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (await group.alive()) {
+    if (Date.now() >= deadline) return false;
+    await pause(25);
+  }
+  return true;
 }
 
 /** The exit code a shell would report: the code, or 128 plus the number of the signal. */

@@ -6,7 +6,7 @@ import { formatBytes, formatSeconds, memoryLimitBytes, niceForCpuShares } from '
 import { BatchedLogWriter } from './log-writer';
 import { CappedOutput, LineSplitter } from './output';
 import { PortAllocator, portIsFree, type PortRange } from './ports';
-import { groupMembers, groupResidentBytes, procAvailable, readStat } from './proc';
+import { groupMembers, groupResidentBytes, procAvailable, processesByNamespace, processesOf, readStat, residentBytesOf } from './proc';
 import {
   describeExit,
   exitCodeOf,
@@ -14,11 +14,14 @@ import {
   spawnGroup,
   terminateGroup,
   waitForGroupGone,
+  waitUntilGone,
   type ExitStatus,
   type ProcessGroup,
 } from './process-group';
 import { ProcessRecords, type ProcessRecord } from './records';
 import { acceptsConnections, healthcheckUrl, httpStatus } from './readiness';
+import { LoopbackFirewall } from './egress';
+import { APP_MOUNT, giveTree, SANDBOX_PATH, Sandbox, type SandboxOptions } from './sandbox';
 
 /** The source of the lines the scheduler itself writes to an app's log. */
 export const SCHEDULER_LOG_SOURCE = 'svc[scheduler]';
@@ -65,10 +68,28 @@ export interface ProcessSchedulerOptions {
   probeIntervalMs?: number;
   /**
    * The environment every process starts from, before the release's config values, SVC_APP,
-   * SVC_RELEASE, HOME (the working directory) and PORT. Default: PATH of the controller and
-   * nothing else, so that the controller's own settings never reach applications.
+   * SVC_RELEASE, HOME (the working directory) and PORT. Default: a PATH (the controller's
+   * without a sandbox, the system's in one) and nothing else, so that the controller's own
+   * settings never reach applications.
    */
   baseEnvironment?: Record<string, string>;
+  /**
+   * How apps are confined: each app's processes as a user of its own, in a bubblewrap sandbox
+   * that shows them their own directory and nothing of the controller, with resource limits,
+   * and no connection to this machine's addresses but the ports given to `prepare`. Null runs
+   * them unconfined as the controller's user: for one trusted developer only.
+   */
+  sandbox: SandboxOptions | null;
+  /** Appended to the reason when the sandbox is wanted but cannot be set up: how the operator fixes it. */
+  sandboxHint?: string;
+}
+
+/** Whether and how apps are confined, as `prepare` found it. */
+export interface SandboxStatus {
+  /** `on`: confined; `off`: unconfined by choice (no sandbox options); `unavailable`: wanted but cannot be set up, so nothing runs. */
+  mode: 'on' | 'off' | 'unavailable';
+  /** Why it is unavailable (with the hint), else null. */
+  problem: string | null;
 }
 
 /** Where a process of an app can be reached. */
@@ -98,6 +119,14 @@ interface Supervised {
   killedFor: string | null;
   lastLine: string | null;
   forgotten: boolean;
+  /** The app's user and its /etc files, once it has them (sandboxed only). */
+  confinement: Confinement | null;
+}
+
+/** How one app's processes are confined. */
+interface Confinement {
+  uid: number;
+  etcDir: string;
 }
 
 /** One one-off command being run. */
@@ -142,6 +171,11 @@ export class ProcessScheduler implements Scheduler {
   private memoryTimer: NodeJS.Timeout | null = null;
   private measuring = false;
   private closing: Promise<void> | null = null;
+  private readonly sandbox: Sandbox | null;
+  private readonly sandboxHint: string;
+  private readonly firewall: LoopbackFirewall | null;
+  private preparing: Promise<SandboxStatus> | null = null;
+  private firewallInstalled = false;
 
   constructor(options: ProcessSchedulerOptions) {
     const dataDir = resolve(options.dataDir);
@@ -160,7 +194,81 @@ export class ProcessScheduler implements Scheduler {
     };
     this.memoryPollMs = options.memoryPollMs ?? 1000;
     this.probeIntervalMs = options.probeIntervalMs ?? 100;
-    this.baseEnvironment = options.baseEnvironment ?? { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin' };
+    this.sandbox = options.sandbox === null ? null : new Sandbox(join(dataDir, 'sandbox'), options.sandbox);
+    this.sandboxHint = options.sandboxHint ?? '';
+    this.firewall = this.sandbox === null ? null : new LoopbackFirewall(this.sandbox.range);
+    this.baseEnvironment = options.baseEnvironment ?? { PATH: this.sandbox !== null ? SANDBOX_PATH : (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin') };
+  }
+
+  /**
+   * Sets up the confinement of apps once: checks that the sandbox works on this machine and
+   * installs the rules that keep apps off this machine's addresses, except `allowLocalPorts`
+   * (the router's; they may be given as a promise, for ports bound after this call). Call it
+   * before starting any process; `start` and `run` call it (with no port) when it was not
+   * called, and wait for it when it was. When the
+   * sandbox is wanted and unavailable, the status says why, and every `start` and `run`
+   * rejects with that reason: no app code runs unconfined unless the sandbox option is null.
+   */
+  prepare(allowLocalPorts: number[] | Promise<number[]> = []): Promise<SandboxStatus> {
+    this.preparing ??= (async (): Promise<SandboxStatus> => {
+      if (this.sandbox === null || this.firewall === null) return { mode: 'off', problem: null };
+      const hint = this.sandboxHint ? `. ${this.sandboxHint}` : '';
+      const problem = await this.sandbox.problem();
+      const ports = await allowLocalPorts;
+      if (problem !== null) return { mode: 'unavailable', problem: `apps cannot run: the sandbox is unavailable: ${problem}${hint}` };
+      try {
+        await this.firewall.install(ports);
+        this.firewallInstalled = true;
+        // A shutdown meanwhile found no rules to take away.
+        if (this.closing !== null) await this.firewall.remove();
+      } catch (error) {
+        await this.firewall.remove().catch(() => undefined);
+        return { mode: 'unavailable', problem: `apps cannot run: their network rules cannot be installed: ${messageOf(error)}${hint}` };
+      }
+      return { mode: 'on', problem: null };
+    })();
+    return this.preparing;
+  }
+
+  /** @throws Error with the reason when apps cannot be confined as they must. */
+  private async assertConfinable(): Promise<void> {
+    const status = await this.prepare();
+    if (status.problem !== null) throw new Error(status.problem);
+  }
+
+  /** The app's user (given now if it has none) and /etc files, and its directory given to it; null without a sandbox. */
+  private async confine(app: string, cwd: string): Promise<Confinement | null> {
+    if (this.sandbox === null) return null;
+    if (!APP_ID.test(app)) throw new Error(`unusable app id "${app}"`);
+    const active = new Set([...this.containers.values()].filter((c) => !c.forgotten).map((c) => c.spec.app));
+    for (const r of this.runs.values()) active.add(r.app);
+    const uid = this.sandbox.uidFor(app, active);
+    const etcDir = this.sandbox.prepareEtc(app, uid);
+    await giveTree(cwd, uid);
+    return { uid, etcDir };
+  }
+
+  /**
+   * Kills whatever still runs as the app's user once the scheduler runs nothing of it: a
+   * process can leave its process group and session, never its user.
+   */
+  private async sweep(app: string): Promise<void> {
+    if (this.sandbox === null) return;
+    if ([...this.containers.values()].some((c) => c.spec.app === app && !c.forgotten) || [...this.runs.values()].some((r) => r.app === app)) return;
+    const uid = this.sandbox.knownUid(app);
+    if (uid === null) return;
+    for (let attempt = 0; attempt < 20; attempt++) {
+      const left = await processesOf(uid);
+      if (left.length === 0) return;
+      for (const pid of left) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone already.
+        }
+      }
+      await sleep(50);
+    }
   }
 
   /**
@@ -172,6 +280,7 @@ export class ProcessScheduler implements Scheduler {
    */
   async start(spec: ContainerSpec): Promise<ContainerState> {
     this.assertOpen();
+    if (spec.command !== null) await this.assertConfinable();
     if (this.containers.has(spec.id)) await this.stop(spec.id);
     this.assertOpen();
     const container: Supervised = {
@@ -191,6 +300,7 @@ export class ProcessScheduler implements Scheduler {
       killedFor: null,
       lastLine: null,
       forgotten: false,
+      confinement: null,
     };
     if (spec.command === null) {
       container.state = 'crashed';
@@ -205,6 +315,7 @@ export class ProcessScheduler implements Scheduler {
     this.containers.set(spec.id, container);
     try {
       container.cwd = await this.workdir(spec.app, spec.workdir);
+      container.confinement = await this.confine(spec.app, container.cwd);
       if (container.stopping) throw new Error('it was stopped before it was up');
       const port = await this.ports.allocate();
       if (container.forgotten) {
@@ -245,11 +356,14 @@ export class ProcessScheduler implements Scheduler {
    */
   async run(spec: RunSpec): Promise<RunResult> {
     this.assertOpen();
+    await this.assertConfinable();
+    this.assertOpen();
     const oneOff: OneOff = { id: `run-${randomUUID()}`, app: spec.app, ownDirectory: spec.workdir === null, group: null };
     this.runs.set(oneOff.id, oneOff);
     let port: number | null = null;
     try {
       const cwd = await this.workdir(spec.app, spec.workdir);
+      const confinement = await this.confine(spec.app, cwd);
       port = await this.ports.allocate();
       const output = new CappedOutput(spec.outputLimitBytes);
       const group = await spawnGroup({
@@ -258,6 +372,7 @@ export class ProcessScheduler implements Scheduler {
         env: this.environment(spec.env, cwd, port),
         nice: 0,
         onOutput: (chunk) => output.push(chunk),
+        sandboxed: this.sandboxed(spec.app, confinement, cwd, spec.command, 0),
       });
       oneOff.group = group;
       await this.record(oneOff.id, spec.app, 'run', group);
@@ -276,6 +391,7 @@ export class ProcessScheduler implements Scheduler {
       this.records.remove(oneOff.id);
       this.runs.delete(oneOff.id);
       if (oneOff.ownDirectory) await this.removeWorkdirIfUnused(spec.app);
+      await this.sweep(spec.app);
     }
   }
 
@@ -309,6 +425,7 @@ export class ProcessScheduler implements Scheduler {
       const halts = [...this.containers.values()].map((c) => (c.stopped ??= this.halt(c, 'stopped: the controller is shutting down')));
       const runs = [...this.runs.values()].map((r) => (r.group ? terminateGroup(r.group, this.stopTimeoutMs) : Promise.resolve()));
       await Promise.all([...halts, ...runs]);
+      if (this.firewallInstalled) await this.firewall?.remove().catch(() => undefined);
       await this.log.flush();
     })();
     return this.closing;
@@ -386,6 +503,7 @@ export class ProcessScheduler implements Scheduler {
         env: this.environment(spec.env, container.cwd as string, container.port as number),
         nice: niceForCpuShares(spec.cpu),
         onOutput: (chunk, stream) => lines[stream].push(chunk).forEach(emit),
+        sandboxed: this.sandboxed(spec.app, container.confinement, container.cwd as string, spec.command as string, niceForCpuShares(spec.cpu)),
       });
     } catch (error) {
       throw new SpawnFailed(`it could not be started: ${messageOf(error)}`);
@@ -545,6 +663,7 @@ export class ProcessScheduler implements Scheduler {
     if (container.port !== null) this.ports.release(container.port);
     this.records.remove(container.spec.id);
     if (container.spec.workdir === null) await this.removeWorkdirIfUnused(container.spec.app);
+    await this.sweep(container.spec.app);
   }
 
   /** Waits for the output of a finished one-off command, then kills anything of it still running. */
@@ -552,14 +671,21 @@ export class ProcessScheduler implements Scheduler {
     const closed = await Promise.race([group.outputClosed.then(() => true), sleep(500).then(() => false)]);
     if (await group.alive()) {
       group.signal('SIGKILL');
-      await waitForGroupGone(group.pid, 2000);
+      await waitUntilGone(group, 2000);
     }
     // A process outside the group (it changed its session) may still hold the pipes.
     if (!closed && !(await Promise.race([group.outputClosed.then(() => true), sleep(1000).then(() => false)]))) group.detachOutput();
   }
 
   private environment(env: Record<string, string>, cwd: string, port: number): Record<string, string> {
-    return { ...this.baseEnvironment, HOME: cwd, ...env, PORT: String(port) };
+    return { ...this.baseEnvironment, HOME: this.sandbox === null ? cwd : APP_MOUNT, ...env, PORT: String(port) };
+  }
+
+  /** The sandbox command line of a process, or null when apps run unconfined. */
+  private sandboxed(app: string, confinement: Confinement | null, cwd: string, command: string, nice: number): { file: string; args: string[] } | null {
+    if (this.sandbox === null) return null;
+    if (confinement === null) throw new Error('the app has no user of its own');
+    return this.sandbox.command({ app, uid: confinement.uid, hostDir: cwd, command, nice, etcDir: confinement.etcDir });
   }
 
   /** The working directory: the build's, which must exist, or the app's own, created empty when the app has no process yet. */
@@ -613,11 +739,15 @@ export class ProcessScheduler implements Scheduler {
     }
     this.measuring = true;
     try {
-      const totals = await groupResidentBytes(new Set(watched.map((c) => (c.group as ProcessGroup).pid)));
+      // A sandbox's processes are those of its PID namespace, whatever group or session they are in.
+      const plain = watched.filter((c) => c.group?.namespace() === null);
+      const totals = await groupResidentBytes(new Set(plain.map((c) => (c.group as ProcessGroup).pid)));
+      const byNamespace = plain.length < watched.length ? await processesByNamespace() : new Map<string, number[]>();
       for (const container of watched) {
         const group = container.group;
         if (group === null || container.stopping || container.memoryLimit === null) continue;
-        const used = totals.get(group.pid) ?? 0;
+        const namespace = group.namespace();
+        const used = namespace === null ? (totals.get(group.pid) ?? 0) : await residentBytesOf(byNamespace.get(namespace) ?? []);
         if (used <= container.memoryLimit) continue;
         container.killedFor = `exceeded its memory limit of ${container.spec.memory ?? ''} (${formatBytes(used)} resident) and was killed`;
         this.event(container.spec.app, `${container.label} is over its memory limit of ${container.spec.memory ?? ''} (${formatBytes(used)} resident): killing it`);

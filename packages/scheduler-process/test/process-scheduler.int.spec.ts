@@ -27,6 +27,8 @@ describe('ProcessScheduler (real processes)', () => {
       stopTimeoutMs: 3000,
       backoff: { initialMs: 300, maxMs: 5000, resetAfterMs: 60_000 },
       memoryPollMs: 200,
+      // Unconfined, as the controller's user: what the scheduler does around the processes; sandbox.int.spec.ts confines them.
+      sandbox: null,
       ...options,
     });
     schedulers.push(created);

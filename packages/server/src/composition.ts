@@ -19,7 +19,7 @@ import { Ssh2PublicKeyParser } from '@svc/ssh-keys-ssh2';
 import { ForgeCertificateParser } from '@svc/certs-forge';
 import { FileLogStore } from '@svc/logs-file';
 import { MemoryScheduler } from '@svc/scheduler-memory';
-import { ProcessScheduler } from '@svc/scheduler-process';
+import { ProcessScheduler, type SandboxOptions } from '@svc/scheduler-process';
 import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
 import { DockerImageBuilder, dockerAt } from '@svc/scheduler-docker';
 import { createHttpApp, type HttpLogger } from '@svc/http-express';
@@ -68,6 +68,8 @@ export interface CompositionOptions {
   git?: GitSetup | null;
   /** When aborted, log follow streams end (a graceful stop need not wait for them). */
   shutdown?: AbortSignal;
+  /** Fields added to the `GET /readyz` answer (how apps are confined, when it matters). */
+  readyDetails?: () => Record<string, string>;
 }
 
 /** Where the git server keeps repositories and build directories, and how it introduces itself. */
@@ -97,6 +99,10 @@ export interface ProcessSchedulerSetup {
   portRange: { from: number; to: number };
   startTimeoutMs: number;
   stopTimeoutMs: number;
+  /** How apps are confined; null runs them unconfined as the controller's user. */
+  sandbox: SandboxOptions | null;
+  /** How the operator fixes a sandbox that cannot be set up. */
+  sandboxHint?: string;
 }
 
 const persistenceModule = (database: DatabaseHandle) =>
@@ -135,6 +141,8 @@ const schedulerModule = (kind: SchedulerKind, chaos: ChaosOptions | null, proces
         portRange: processes.portRange,
         startTimeoutMs: processes.startTimeoutMs,
         stopTimeoutMs: processes.stopTimeoutMs,
+        sandbox: processes.sandbox,
+        sandboxHint: processes.sandboxHint,
       });
     });
     bind<Scheduler>(TOKENS.Scheduler).toDynamicValue((ctx): Scheduler => {
@@ -204,6 +212,7 @@ const httpModule = (options: CompositionOptions) =>
         platformVersion: options.platformVersion,
         platformDomain: options.settings.platformDomain,
         ready: () => options.database.ping(),
+        readyDetails: options.readyDetails,
         logger: options.logger,
         trustProxy: options.trustProxy,
         shutdown: options.shutdown,

@@ -1,5 +1,6 @@
 import { API_VERSIONS, DEFAULT_SETTINGS, type ApiVersion, type RegistrationMode, type Settings } from '@svc/core';
 import { parseChaosSpec, type ChaosOptions } from '@svc/scheduler-chaos';
+import type { SandboxOptions } from '@svc/scheduler-process';
 
 /** Which scheduler runs containers. */
 export type SchedulerKind = 'process' | 'memory';
@@ -12,6 +13,11 @@ export interface ProcessSettings {
   healthcheckTimeoutMs: number;
   /** PROCESS_STOP_TIMEOUT_SECONDS: SIGTERM to SIGKILL, in milliseconds. */
   stopTimeoutMs: number;
+  /**
+   * How apps are confined (SANDBOX_*); null when UNSAFE_SINGLE_USER_DEV is set: apps then run
+   * unconfined as the controller's user.
+   */
+  sandbox: SandboxOptions | null;
 }
 
 /** How pushed commits are built into images (`IMAGE_BUILDER=docker`). */
@@ -31,6 +37,8 @@ export interface ImageBuildSettings {
   /** BUILD_NETWORK: the network build steps run in. */
   network: string;
 }
+/** The variable that lets apps run unconfined, for one trusted developer on their own machine. */
+export const UNSAFE_SWITCH = 'UNSAFE_SINGLE_USER_DEV';
 
 /** Everything the server reads from its environment, validated. */
 export interface ServerConfig {
@@ -178,6 +186,44 @@ function imageBuilds(env: Env): ImageBuildSettings | null {
   };
 }
 
+/** `SANDBOX_UID_RANGE`: `<from>-<to>`, the user ids handed to apps. */
+function uidRange(env: Env): { from: number; to: number } {
+  const value = text(env, 'SANDBOX_UID_RANGE', '200000-265535');
+  const match = /^([0-9]{1,10})\s*-\s*([0-9]{1,10})$/.exec(value);
+  const from = Number(match?.[1]);
+  const to = Number(match?.[2]);
+  if (!match || from < 1000 || to > 4294967294 || from > to) {
+    throw new ConfigError('SANDBOX_UID_RANGE', `must be two user ids from 1000 up such as 200000-265535, got "${value}"`);
+  }
+  return { from, to };
+}
+
+/** `SANDBOX_READ_ONLY_PATHS`: absolute host paths, separated by `:`, shown read-only to apps. */
+function readOnlyPaths(env: Env): string[] {
+  const paths = text(env, 'SANDBOX_READ_ONLY_PATHS', '')
+    .split(':')
+    .map((path) => path.trim())
+    .filter((path) => path !== '');
+  for (const path of paths) {
+    if (!path.startsWith('/') || path.split('/').includes('..')) throw new ConfigError('SANDBOX_READ_ONLY_PATHS', `must be absolute paths separated by ":", got "${path}"`);
+  }
+  return paths;
+}
+
+/** The confinement of apps, or null when the operator switched it off. */
+function sandbox(env: Env): SandboxOptions | null {
+  if (flag(env, UNSAFE_SWITCH, false)) return null;
+  return {
+    uidRange: uidRange(env),
+    maxProcesses: integer(env, 'SANDBOX_MAX_PROCESSES', 512, 16, 1_000_000),
+    maxOpenFiles: integer(env, 'SANDBOX_MAX_OPEN_FILES', 1024, 64, 1_048_576),
+    maxFileBytes: integer(env, 'SANDBOX_MAX_FILE_SIZE', 1024 ** 3, 1024, Number.MAX_SAFE_INTEGER),
+    tmpBytes: integer(env, 'SANDBOX_TMP_SIZE', 64 * 1024 ** 2, 1024 * 1024, Number.MAX_SAFE_INTEGER),
+    readOnlyPaths: readOnlyPaths(env),
+    bwrap: text(env, 'SANDBOX_BWRAP', 'bwrap'),
+  };
+}
+
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
 
 /**
@@ -229,6 +275,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
       portRange: portRange(env),
       healthcheckTimeoutMs: integer(env, 'HEALTHCHECK_TIMEOUT', 30, 1, 3600) * 1000,
       stopTimeoutMs: integer(env, 'PROCESS_STOP_TIMEOUT_SECONDS', 10, 0, 600) * 1000,
+      sandbox: sandbox(env),
     },
     schedulerChaos: chaos(env),
     apiVersion: oneOf<ApiVersion>(env, 'SVC_API_VERSION', '1.7', API_VERSIONS),

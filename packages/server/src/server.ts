@@ -7,10 +7,10 @@ import type { Scheduler, UseCases } from '@svc/core';
 import { generateSecretKey } from '@svc/crypto-node';
 import { httpServerOptions } from '@svc/http-express';
 import { createDatabase, type Database } from '@svc/persistence-typeorm';
-import type { ProcessScheduler } from '@svc/scheduler-process';
+import type { ProcessScheduler, SandboxStatus } from '@svc/scheduler-process';
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
 import { compose, type GitSetup } from './composition';
-import type { ServerConfig } from './config';
+import { UNSAFE_SWITCH, type ServerConfig } from './config';
 
 /** A started controller. */
 export interface RunningServer {
@@ -29,6 +29,22 @@ export interface RunningServer {
   routerPort: number | null;
   /** The router's HTTPS port; null when ROUTER_TLS_PORT is not set. */
   routerTlsPort: number | null;
+  /** How apps are confined (SCHEDULER=process); null with another scheduler. */
+  sandbox: SandboxStatus | null;
+}
+
+/** The fix named when the sandbox cannot be set up. */
+const SANDBOX_HINT =
+  `Run the controller as root on Linux with bubblewrap, util-linux and iptables installed (apt-get install bubblewrap util-linux iptables), ` +
+  `or, for one trusted developer on their own machine only, set ${UNSAFE_SWITCH}=1 to run apps unconfined`;
+
+/** What `/readyz` adds about the confinement of apps: nothing when they are confined (or none run). */
+function sandboxDetails(status: SandboxStatus | null): Record<string, string> {
+  if (status === null || status.mode === 'on') return {};
+  if (status.mode === 'off') {
+    return { sandbox: 'off', warning: `${UNSAFE_SWITCH} is set: apps run unconfined as the controller's user; any app owner controls the controller and the host` };
+  }
+  return { sandbox: 'unavailable', warning: status.problem ?? 'the sandbox is unavailable' };
 }
 
 /**
@@ -140,6 +156,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   const git = config.gitSshPort === null ? null : gitSetup(config, dataDir, () => routerPort);
   // Ends log follow streams at shutdown: they would otherwise hold the stop up to its timeout.
   const shutdown = new AbortController();
+  let sandbox: SandboxStatus | null = null;
   const { app, scheduler, processScheduler, useCases, gitServer, router } = compose({
     database,
     secretKey,
@@ -151,7 +168,10 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
       portRange: config.processes.portRange,
       startTimeoutMs: config.processes.healthcheckTimeoutMs,
       stopTimeoutMs: config.processes.stopTimeoutMs,
+      sandbox: config.processes.sandbox,
+      sandboxHint: SANDBOX_HINT,
     },
+    readyDetails: () => sandboxDetails(sandbox),
     schedulerChaos: config.schedulerChaos,
     settings: config.settings,
     apiVersion: config.apiVersion,
@@ -166,6 +186,12 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   const stopProcesses = async (): Promise<void> => {
     await processScheduler?.shutdown();
   };
+
+  // Leftovers of an earlier controller process that was killed go before any port is bound.
+  // The router's ports are allowed to apps once bound; nothing of an app runs before that.
+  let routerBound: (ports: number[]) => void = () => undefined;
+  const routerPorts = new Promise<number[]>((resolveRouterPorts) => (routerBound = resolveRouterPorts));
+  const sandboxReady = processScheduler?.prepare(routerPorts) ?? null;
   try {
     if (processScheduler !== null) {
       const reaped = await processScheduler.reapOrphans();
@@ -175,12 +201,8 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     // its database (SQLite) every lease is such a leftover; sharing it, only expired ones are.
     const { recovered } = await useCases.recoverDeploys.execute({ all: !shared });
     if (recovered > 0) logger.warn({ recovered }, 'cleaned up deploys interrupted by an earlier controller process');
-    if (processScheduler !== null) {
-      // The apps' processes did not survive the previous controller process: start them again.
-      const { restored } = await useCases.restoreContainers.execute();
-      logger.info({ restored }, 'restored the apps\' containers');
-    }
   } catch (error) {
+    routerBound([]);
     await stopProcesses();
     await database.close();
     throw error;
@@ -236,14 +258,37 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     logger.info({ host: config.routerHost, port: routerPort, tlsPort: routerTlsPort }, `router listening on ${config.routerHost} (http ${routerPort ?? 'off'}, https ${routerTlsPort ?? 'off'})`);
   }
 
+  // Every port of the controller is bound before any app code runs, so no app can take one.
+  if (processScheduler !== null) {
+    try {
+      routerBound([routerPort, routerTlsPort].filter((port): port is number => port !== null));
+      sandbox = await (sandboxReady as Promise<SandboxStatus>);
+      if (sandbox.mode === 'on') logger.info({ sandbox: 'on' }, 'apps run sandboxed: a user of their own each, no view of the controller, no connection to this machine but the router');
+      else if (sandbox.mode === 'off') logger.warn({ sandbox: 'off' }, `${UNSAFE_SWITCH} is set: apps run UNCONFINED as the controller's user; for one trusted developer only`);
+      else logger.error({ sandbox: 'unavailable' }, sandbox.problem ?? 'the sandbox is unavailable');
+      // The apps' processes did not survive the previous controller process: start them again.
+      const { restored } = await useCases.restoreContainers.execute();
+      logger.info({ restored }, 'restored the apps\' containers');
+    } catch (error) {
+      await stopProcesses();
+      server.close();
+      await router.close(0);
+      await gitServer?.close(0);
+      await database.close();
+      throw error;
+    }
+  }
+
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closing ??= (async () => {
       shutdown.abort();
       if (sweep !== null) clearInterval(sweep);
+      // The apps stop first (requests to them in flight finish as they handle SIGTERM): the
+      // controller's ports are given up only once no app is left that could take one.
+      await stopProcesses();
       // Pushes in flight may finish within the shutdown timeout, like HTTP requests.
       const gitClosed = gitServer?.close(config.shutdownTimeoutMs);
-      // App requests in flight finish before the processes answering them are stopped.
       const routerClosed = router.close(config.shutdownTimeoutMs);
       const drained = new Promise<void>((done) => server.close(() => done()));
       server.closeIdleConnections();
@@ -252,10 +297,9 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
       clearTimeout(timer);
       await gitClosed;
       await routerClosed;
-      await stopProcesses();
       await database.close();
     })();
     return closing;
   };
-  return { url, port: address.port, close, scheduler, processScheduler, gitPort, routerPort, routerTlsPort };
+  return { url, port: address.port, close, scheduler, processScheduler, gitPort, routerPort, routerTlsPort, sandbox };
 }

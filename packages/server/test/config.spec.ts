@@ -52,6 +52,39 @@ describe('loadConfig', () => {
     });
   });
 
+  it('sandboxes apps by default, and runs them unconfined only with UNSAFE_SINGLE_USER_DEV', () => {
+    expect(loadConfig({}).processes.sandbox).toEqual({
+      uidRange: { from: 200000, to: 265535 },
+      maxProcesses: 512,
+      maxOpenFiles: 1024,
+      maxFileBytes: 1024 ** 3,
+      tmpBytes: 64 * 1024 ** 2,
+      readOnlyPaths: [],
+      bwrap: 'bwrap',
+    });
+    expect(
+      loadConfig({
+        SANDBOX_UID_RANGE: '300000-300999',
+        SANDBOX_MAX_PROCESSES: '64',
+        SANDBOX_MAX_OPEN_FILES: '256',
+        SANDBOX_MAX_FILE_SIZE: '1048576',
+        SANDBOX_TMP_SIZE: '2097152',
+        SANDBOX_READ_ONLY_PATHS: '/opt/node:/srv/runtime',
+        SANDBOX_BWRAP: '/opt/bubblewrap/bin/bwrap',
+      }).processes.sandbox,
+    ).toEqual({
+      uidRange: { from: 300000, to: 300999 },
+      maxProcesses: 64,
+      maxOpenFiles: 256,
+      maxFileBytes: 1048576,
+      tmpBytes: 2097152,
+      readOnlyPaths: ['/opt/node', '/srv/runtime'],
+      bwrap: '/opt/bubblewrap/bin/bwrap',
+    });
+    expect(loadConfig({ UNSAFE_SINGLE_USER_DEV: '1' }).processes.sandbox).toBeNull();
+    expect(loadConfig({ UNSAFE_SINGLE_USER_DEV: 'false' }).processes.sandbox).not.toBeNull();
+  });
+
   it('accepts the memory scheduler, which the e2e suites and load tests use', () => {
     expect(loadConfig({ SCHEDULER: 'memory' }).scheduler).toBe('memory');
   });
@@ -153,6 +186,14 @@ describe('loadConfig', () => {
     ['HEALTHCHECK_TIMEOUT', '0'],
     ['HEALTHCHECK_TIMEOUT', '3601'],
     ['PROCESS_STOP_TIMEOUT_SECONDS', '601'],
+    ['SANDBOX_UID_RANGE', '0-65535'],
+    ['SANDBOX_UID_RANGE', '300000'],
+    ['SANDBOX_UID_RANGE', '300000-200000'],
+    ['SANDBOX_MAX_PROCESSES', '8'],
+    ['SANDBOX_MAX_OPEN_FILES', 'many'],
+    ['SANDBOX_READ_ONLY_PATHS', 'relative/path'],
+    ['SANDBOX_READ_ONLY_PATHS', '/opt/../etc'],
+    ['UNSAFE_SINGLE_USER_DEV', 'please'],
     ['SVC_API_VERSION', '1.8'],
     ['SVC_API_VERSION', 'latest'],
     ['LOG_LEVEL', 'verbose'],

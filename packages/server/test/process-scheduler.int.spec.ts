@@ -1,31 +1,45 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, startServer, type RunningServer } from '../src';
-import { ApiClient, signUp, type ContainerJson, type PageJson, type Session } from './support';
+import { describeWithSandbox } from '../../scheduler-process/test/support/sandbox';
+import { ApiClient, inlineNode, signUp, testUidRange, type ContainerJson, type PageJson, type Session } from './support';
 
 jest.setTimeout(120_000);
 
-/** The app every build of this test runs: says its release, a config value and its pid. */
+const uidRange = testUidRange();
+
+/**
+ * The app every build of this test runs: says its release, a config value and an id of its
+ * own, which it also writes into its command line, so the test finds it among the host's
+ * processes (a sandboxed process's pid is its namespace's).
+ */
 const APP_JS = `
 const http = require('http');
+const instance = require('crypto').randomUUID();
+process.title = 'svc-test-' + instance;
 http.createServer((req, res) => {
-  if (req.url === '/pid') return res.end(String(process.pid));
+  if (req.url === '/pid') return res.end(instance);
   res.end(process.env.SVC_RELEASE + ' ' + (process.env.GREETING || '-'));
 }).listen(Number(process.env.PORT), () => console.log('listening on ' + process.env.PORT));
 process.on('SIGTERM', () => process.exit(0));
 `;
 
-/** Whether a process exists and is not a zombie. */
-function isRunning(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
+/** Whether a process of the app with this id exists on the host and is not a zombie. */
+function isRunning(instance: string): boolean {
+  for (const name of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    try {
+      if (!readFileSync(`/proc/${name}/cmdline`, 'utf8').startsWith(`svc-test-${instance}`)) continue;
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      if (stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z') return true;
+    } catch {
+      // Gone meanwhile.
+    }
   }
+  return false;
 }
 
 async function get(url: string): Promise<string> {
@@ -33,9 +47,8 @@ async function get(url: string): Promise<string> {
   return res.text();
 }
 
-describe('SCHEDULER=process through the running server', () => {
+describeWithSandbox('SCHEDULER=process through the running server', () => {
   let dataDir: string;
-  let appDir: string;
   let server: RunningServer | undefined;
   let alice: Session;
 
@@ -43,6 +56,7 @@ describe('SCHEDULER=process through the running server', () => {
     const config = loadConfig({
       SCHEDULER: 'process',
       PROCESS_PORT_RANGE: '43000-43999',
+      SANDBOX_UID_RANGE: uidRange,
       HEALTHCHECK_TIMEOUT: '30',
       PROCESS_STOP_TIMEOUT_SECONDS: '5',
       GIT_SSH_PORT: 'off',
@@ -62,7 +76,7 @@ describe('SCHEDULER=process through the running server', () => {
   /** What each up web process answers, in container order. */
   const answers = async (path = '/'): Promise<string[]> =>
     Promise.all((running().processScheduler?.endpoints('myapp', 'web') ?? []).map((e) => get(`http://${e.host}:${e.port}${path}`)));
-  const pids = async (): Promise<number[]> => (await answers('/pid')).map(Number);
+  const pids = async (): Promise<string[]> => answers('/pid');
   const containers = async (): Promise<string[]> => {
     const res = await alice.api.get<PageJson<ContainerJson>>('/v1/apps/myapp/containers/');
     expect(res.status).toBe(200);
@@ -71,8 +85,6 @@ describe('SCHEDULER=process through the running server', () => {
 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'svc-process-server-'));
-    appDir = await mkdtemp(join(tmpdir(), 'svc-process-app-'));
-    await writeFile(join(appDir, 'app.js'), APP_JS);
     await start();
     alice = await signUp(new ApiClient(running().url), 'alice');
     expect((await alice.api.post('/v1/apps/', { id: 'myapp' })).status).toBe(201);
@@ -81,11 +93,10 @@ describe('SCHEDULER=process through the running server', () => {
   afterAll(async () => {
     await server?.close();
     await rm(dataDir, { recursive: true, force: true });
-    await rm(appDir, { recursive: true, force: true });
   });
 
   it('runs a build, scales, deploys config and rollbacks without downtime, runs commands, and survives a controller restart', async () => {
-    const web = `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(join(appDir, 'app.js'))}`;
+    const web = inlineNode(APP_JS);
 
     // A build starts web.1, up once it answers on its PORT.
     const build = await alice.api.post('/v1/apps/myapp/builds/', { image: 'example/myapp:v1', procfile: { web } });

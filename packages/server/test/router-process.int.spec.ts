@@ -1,24 +1,29 @@
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, startServer, type RunningServer } from '../src';
-import { ApiClient, signUp, type Session } from './support';
+import { describeWithSandbox } from '../../scheduler-process/test/support/sandbox';
+import { ApiClient, inlineNode, signUp, testUidRange, type Session } from './support';
 
 jest.setTimeout(120_000);
 
+const uidRange = testUidRange();
+
 /**
- * The app of this test: answers `<release> <pid> <body>` after a short delay (so that
+ * The app of this test: answers `<release> <instance> <body>` (an id of its own per process:
+ * pids are those of each sandbox's namespace) after a short delay (so that
  * requests are in flight when a deploy stops it), and on SIGTERM stops accepting and
  * finishes what it is answering, as a well-behaved web process does.
  */
 const APP_JS = `
 const http = require('http');
+const instance = require('crypto').randomUUID();
 const server = http.createServer((req, res) => {
   let body = '';
   req.on('data', (c) => { body += c; });
-  req.on('end', () => setTimeout(() => res.end(process.env.SVC_RELEASE + ' ' + process.pid + ' ' + body + ' ' + (req.headers['x-forwarded-for'] || '')), 20));
+  req.on('end', () => setTimeout(() => res.end(process.env.SVC_RELEASE + ' ' + instance + ' ' + body + ' ' + (req.headers['x-forwarded-for'] || '')), 20));
 });
 server.listen(Number(process.env.PORT));
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
@@ -44,20 +49,18 @@ function viaRouter(port: number, method: 'GET' | 'POST', body = ''): Promise<{ s
   });
 }
 
-describe('the router in front of real app processes', () => {
+describeWithSandbox('the router in front of real app processes', () => {
   let dataDir: string;
-  let appDir: string;
   let server: RunningServer;
   let alice: Session;
   let port: number;
 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'svc-router-server-'));
-    appDir = await mkdtemp(join(tmpdir(), 'svc-router-app-'));
-    await writeFile(join(appDir, 'app.js'), APP_JS);
     const config = loadConfig({
       SCHEDULER: 'process',
       PROCESS_PORT_RANGE: '44000-44999',
+      SANDBOX_UID_RANGE: uidRange,
       HEALTHCHECK_TIMEOUT: '30',
       PROCESS_STOP_TIMEOUT_SECONDS: '5',
       GIT_SSH_PORT: 'off',
@@ -76,17 +79,16 @@ describe('the router in front of real app processes', () => {
   afterAll(async () => {
     await server?.close();
     await rm(dataDir, { recursive: true, force: true });
-    await rm(appDir, { recursive: true, force: true });
   });
 
   it('reaches the app, in turn across its web processes, through every deploy without dropping a request, and answers 503 once it is scaled to zero', async () => {
     expect((await viaRouter(port, 'GET')).status).toBe(503);
-    const web = `exec ${JSON.stringify(process.execPath)} ${JSON.stringify(join(appDir, 'app.js'))}`;
+    const web = inlineNode(APP_JS);
     expect((await alice.api.post('/v1/apps/myapp/builds/', { image: 'example/myapp:v1', procfile: { web } })).status).toBe(201);
 
     const first = await viaRouter(port, 'POST', 'hello');
     expect(first.status).toBe(200);
-    expect(first.text).toMatch(/^v2 \d+ hello 127\.0\.0\.1$/);
+    expect(first.text).toMatch(/^v2 [0-9a-f-]{36} hello 127\.0\.0\.1$/);
 
     // Two web processes answer in turn.
     expect((await alice.api.post('/v1/apps/myapp/scale/', { web: 2 })).status).toBe(204);

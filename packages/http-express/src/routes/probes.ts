@@ -2,7 +2,7 @@ import { HttpError } from '../http-error';
 import { authed, open, type Route, type RouteContext } from '../routing';
 
 /** The API root (for clients recognising a controller) and the health and readiness probes. */
-export function probeRoutes({ ready, logger }: RouteContext): Route[] {
+export function probeRoutes({ ready, readyDetails, logger }: RouteContext): Route[] {
   return [
     authed('get', '/v1', async ({ res }) => {
       res.json({});
@@ -20,7 +20,7 @@ export function probeRoutes({ ready, logger }: RouteContext): Route[] {
         isReady = false;
       }
       if (!isReady) throw new HttpError(503, 'The database is not available.');
-      res.json({ status: 'ready' });
+      res.json({ ...readyDetails(), status: 'ready' });
     }),
   ];
 }

@@ -3,6 +3,20 @@ import { loadConfig, startServer, type RunningServer } from '../../src';
 import type { Backend, Store } from './backend';
 import { ApiClient } from './client';
 
+/**
+ * A command that runs a node program given as text (`exec node -e …`): a sandboxed app sees
+ * no file of the test, only its own directory.
+ */
+export function inlineNode(program: string): string {
+  return `exec ${JSON.stringify(process.execPath)} -e "eval(Buffer.from('${Buffer.from(program).toString('base64')}', 'base64').toString())"`;
+}
+
+/** A uid range of its own for one test controller, as `SANDBOX_UID_RANGE`. */
+export function testUidRange(): string {
+  const from = 300000 + Math.floor(Math.random() * 5000) * 100;
+  return `${from}-${from + 99}`;
+}
+
 /** A controller listening on a free port, with a client for it. */
 export interface TestServer {
   readonly url: string;
@@ -31,6 +45,9 @@ export async function startTestServer(store: Store, env: Record<string, string> 
     // the git server pass a port of their own (0: any free one).
     GIT_SSH_PORT: 'off',
     ROUTER_PORT: '0',
+    // Controllers of parallel test files running apps must not share users (one would kill the
+    // other's processes) nor network rules.
+    SANDBOX_UID_RANGE: testUidRange(),
     ...env,
     ...(store.databaseUrl === undefined ? {} : { DATABASE_URL: store.databaseUrl }),
     HOST: '127.0.0.1',

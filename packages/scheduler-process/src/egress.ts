@@ -1,0 +1,77 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import type { UidRange } from './sandbox';
+
+const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+
+function iptables(tool: string, args: string[]): Promise<{ ok: boolean; output: string }> {
+  return new Promise((resolve) => {
+    // -w: wait for the lock that other iptables users (another controller, Docker) may hold.
+    execFile(tool, ['-w', '10', ...args], { timeout: 20_000, env: { PATH } }, (error, stdout, stderr) => {
+      resolve({ ok: error === null, output: `${stdout}${stderr}`.trim() });
+    });
+  });
+}
+
+/**
+ * Keeps the apps' processes (the uids of a range) from opening connections to this machine's
+ * own addresses (loopback and every address of its interfaces: the database, the API, other
+ * apps' ports, any local service), except the router's ports. Packets of connections that
+ * others opened to the apps (the router, the readiness checks) pass.
+ *
+ * One chain per uid range, `SVC_APPS_<from>`, in the filter table of iptables and ip6tables,
+ * reached from OUTPUT by the owner match of the range. Installing is idempotent (the chain is
+ * rebuilt); `remove` takes it all away.
+ */
+export class LoopbackFirewall {
+  private readonly chain: string;
+  private readonly owner: string;
+
+  constructor(range: UidRange) {
+    this.chain = `SVC_APPS_${range.from}`;
+    this.owner = `${range.from}-${range.to}`;
+  }
+
+  /** @throws Error naming what is missing when the rules cannot be installed. */
+  async install(allowedPorts: number[]): Promise<void> {
+    const tools = ['iptables', 'ip6tables'];
+    for (const tool of tools) {
+      if (!existsSync(`/usr/sbin/${tool}`) && !existsSync(`/sbin/${tool}`)) {
+        throw new Error(`${tool} is not installed (apt-get install iptables): apps could reach the controller's database and API`);
+      }
+    }
+    for (const tool of tools) {
+      // A stale chain (a controller that was killed) is emptied and filled again.
+      const created = await iptables(tool, ['-N', this.chain]);
+      if (!created.ok && !/exists/i.test(created.output)) throw new Error(`${tool} cannot create the chain ${this.chain}: ${created.output}`);
+      await this.must(tool, ['-F', this.chain]);
+      await this.must(tool, ['-A', this.chain, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'RETURN']);
+      // An address of this machine translated elsewhere (ports published by a container engine) is local too.
+      await this.must(tool, ['-A', this.chain, '-m', 'conntrack', '--ctstate', 'DNAT', '-j', 'REJECT']);
+      for (const port of [...new Set(allowedPorts)]) {
+        await this.must(tool, ['-A', this.chain, '-p', 'tcp', '-m', 'addrtype', '--dst-type', 'LOCAL', '--dport', String(port), '-j', 'RETURN']);
+      }
+      await this.must(tool, ['-A', this.chain, '-p', 'tcp', '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'REJECT', '--reject-with', 'tcp-reset']);
+      await this.must(tool, ['-A', this.chain, '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'REJECT']);
+      const jump = ['OUTPUT', '-m', 'owner', '--uid-owner', this.owner, '-j', this.chain];
+      if (!(await iptables(tool, ['-C', ...jump])).ok) await this.must(tool, ['-I', ...jump]);
+    }
+  }
+
+  /** Takes the rules away; rules that are not there are no error. */
+  async remove(): Promise<void> {
+    for (const tool of ['iptables', 'ip6tables']) {
+      const jump = ['OUTPUT', '-m', 'owner', '--uid-owner', this.owner, '-j', this.chain];
+      while ((await iptables(tool, ['-C', ...jump])).ok) {
+        if (!(await iptables(tool, ['-D', ...jump])).ok) break;
+      }
+      await iptables(tool, ['-F', this.chain]);
+      await iptables(tool, ['-X', this.chain]);
+    }
+  }
+
+  private async must(tool: string, args: string[]): Promise<void> {
+    const outcome = await iptables(tool, args);
+    if (!outcome.ok) throw new Error(`${tool} ${args.join(' ')} failed: ${outcome.output || 'no output'}`);
+  }
+}

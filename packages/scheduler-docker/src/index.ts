@@ -1,5 +1,28 @@
 /*
  * The Docker Engine adapter: a scheduler running each container of a release as an engine
- * container, and an image builder for git pushes. Its exports arrive with the classes.
+ * container, and an image builder for git pushes, sharing one engine client.
  */
-export {};
+export {
+  DEFAULT_CONTAINER_PORT,
+  DockerScheduler,
+  ImageNotFound,
+  RUN_TIMEOUT_EXIT_CODE,
+  SCHEDULER_LOG_SOURCE,
+  containerName,
+  type DockerSchedulerOptions,
+  type Endpoint,
+} from './docker-scheduler';
+export {
+  DEFAULT_DOCKER_HOST,
+  FrameDemultiplexer,
+  LABELS,
+  SHARES_PER_CPU,
+  createEngine,
+  dockerHostOptions,
+  engineReason,
+  engineStatus,
+  memoryBytes,
+  nanoCpusForShares,
+  pingEngine,
+} from './engine';
+export { guardChainName, guardHostFromBridge, unguardHostFromBridge } from './host-guard';

@@ -3,7 +3,7 @@ import { request } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import type { ContainerSpec, RunSpec } from '@svc/core';
 import { LABELS, RUN_TIMEOUT_EXIT_CODE, containerName, ImageNotFound } from '../src';
-import { BUSYBOX, NODE, TEST_REGISTRY, describeWithEngine, testScheduler, type TestScheduler } from './support/engine';
+import { BUSYBOX, NODE, TEST_REGISTRY, describeWithEngine, itWithRegistry, testScheduler, type TestScheduler } from './support/engine';
 
 jest.setTimeout(120_000);
 
@@ -56,6 +56,20 @@ function get(host: string, port: number, path: string): Promise<{ status: number
     req.once('error', reject);
     req.end();
   });
+}
+
+/** Tags a local image with a registry name and pushes it there. */
+async function pushToRegistry(t: TestScheduler, local: string, remote: string): Promise<void> {
+  const [repo, tag] = [remote.slice(0, remote.lastIndexOf(':')), remote.slice(remote.lastIndexOf(':') + 1)];
+  await t.docker.getImage(local).tag({ repo, tag });
+  const stream = (await t.docker.getImage(remote).push({ authconfig: {} } as never)) as NodeJS.ReadableStream;
+  await new Promise<void>((resolve, reject) =>
+    t.docker.modem.followProgress(stream, (error: Error | null, output: { error?: string }[]) => {
+      const failed = error ?? output.find((o) => o.error);
+      if (failed) reject(failed instanceof Error ? failed : new Error(String(failed.error)));
+      else resolve();
+    }),
+  );
 }
 
 async function eventually<T>(probe: () => Promise<T | null>, what: string, timeoutMs = 30_000): Promise<T> {
@@ -153,6 +167,22 @@ describeWithEngine('DockerScheduler (real engine)', () => {
     expect((failure as Error).message).toMatch(/pulling .*missing.* failed: /);
     if (TEST_REGISTRY !== null) expect(failure).toBeInstanceOf(ImageNotFound);
     await expect(t.docker.getContainer(containerName(s.id)).inspect()).rejects.toMatchObject({ statusCode: 404 });
+  });
+
+  itWithRegistry('pulls an image by name from a registry, shares one pull among the containers of a release, and writes the progress to the log', async () => {
+    const registry = TEST_REGISTRY as string;
+    const image = `${registry}/svc-test/pulled-${process.pid}:1`;
+    await pushToRegistry(t, BUSYBOX, image);
+    await t.docker.getImage(image).remove({ force: true });
+    const first = spec({ image });
+    const second = spec({ app: first.app, image, num: 2 });
+    await expect(Promise.all([t.scheduler.start(first), t.scheduler.start(second)])).resolves.toEqual(['up', 'up']);
+    const lines = await t.lines(first.app);
+    expect(lines.filter((l) => l.includes(`pulling image ${image}`))).toHaveLength(1);
+    expect(lines.some((l) => /pull .*: (Pull complete|Download complete|Status: Downloaded newer image)/.test(l))).toBe(true);
+    await t.scheduler.stop(first.id);
+    await t.scheduler.stop(second.id);
+    await t.docker.getImage(image).remove({ force: true }).catch(() => undefined);
   });
 
   it('stopping an unknown id is fine', async () => {

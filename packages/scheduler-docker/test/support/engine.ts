@@ -34,6 +34,23 @@ export function describeWithEngine(title: string, body: () => void): void {
   describe.skip(`${title} (skipped: TEST_DOCKER_HOST is not set)`, body);
 }
 
+/**
+ * `it` when TEST_REGISTRY is set; else a note saying why the test did not run and, under
+ * CI=true, a failing test.
+ */
+export function itWithRegistry(title: string, body: () => Promise<void>, timeoutMs?: number): void {
+  if (TEST_REGISTRY !== null) {
+    it(title, body, timeoutMs);
+  } else if (process.env.CI === 'true') {
+    it(`${title} (needs TEST_REGISTRY)`, () => {
+      throw new Error('TEST_REGISTRY is not set under CI=true (.ci/docker-engine.sh starts a registry)');
+    });
+  } else {
+    process.stdout.write(`${title}: not run, set TEST_REGISTRY (host:port of a registry the engine can pull from) to run it.\n`);
+    it.skip(`${title} (skipped: TEST_REGISTRY is not set)`, body);
+  }
+}
+
 /** A scheduler on its own network, bridge and instance label, and how to remove all of it. */
 export interface TestScheduler {
   docker: Docker;

@@ -62,7 +62,7 @@ function get(host: string, port: number, path: string): Promise<{ status: number
 async function pushToRegistry(t: TestScheduler, local: string, remote: string): Promise<void> {
   const [repo, tag] = [remote.slice(0, remote.lastIndexOf(':')), remote.slice(remote.lastIndexOf(':') + 1)];
   await t.docker.getImage(local).tag({ repo, tag });
-  const stream = (await t.docker.getImage(remote).push({ authconfig: {} } as never)) as NodeJS.ReadableStream;
+  const stream = (await t.docker.getImage(remote).push({ authconfig: {} } as never)) as unknown as NodeJS.ReadableStream;
   await new Promise<void>((resolve, reject) =>
     t.docker.modem.followProgress(stream, (error: Error | null, output: { error?: string }[]) => {
       const failed = error ?? output.find((o) => o.error);

@@ -26,3 +26,5 @@ export {
   pingEngine,
 } from './engine';
 export { guardChainName, guardHostFromBridge, unguardHostFromBridge } from './host-guard';
+/** The engine client type (dockerode's), for those that share one. */
+export type { default as Docker } from 'dockerode';

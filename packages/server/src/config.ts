@@ -1,8 +1,31 @@
 import { API_VERSIONS, DEFAULT_SETTINGS, type ApiVersion, type RegistrationMode, type Settings } from '@svc/core';
 import { parseChaosSpec, type ChaosOptions } from '@svc/scheduler-chaos';
+import { dockerHostOptions } from '@svc/scheduler-docker';
 
 /** Which scheduler runs containers. */
-export type SchedulerKind = 'process' | 'memory';
+export type SchedulerKind = 'process' | 'memory' | 'docker';
+
+/** How the Docker scheduler runs apps (SCHEDULER=docker, or picked when SCHEDULER is unset). */
+export interface DockerSettings {
+  /** DOCKER_HOST: the engine's address; null for the default `unix:///var/run/docker.sock`. */
+  host: string | null;
+  /** DOCKER_NETWORK: the platform's own network every container joins. */
+  network: string;
+  /** DOCKER_BRIDGE: the Linux bridge of that network when the scheduler creates it. */
+  bridge: string;
+  /** DOCKER_INSTANCE: this controller's name on the engine (containers of other names are left alone). */
+  instance: string;
+  /** DOCKER_USER: `uid[:gid]` containers run as. */
+  user: string;
+  /** DOCKER_PIDS_LIMIT: most processes in one container. */
+  pidsLimit: number;
+  /** DOCKER_READONLY_ROOTFS: the image's file system read-only, with a writable /tmp. */
+  readonlyRootfs: boolean;
+  /** DOCKER_PULL_POLICY: `missing` (pull images the engine lacks) or `always` (once per release). */
+  pullPolicy: 'missing' | 'always';
+  /** DOCKER_HOST_GUARD: install the iptables rules that keep containers away from this host's services. */
+  guardHost: boolean;
+}
 
 /** How the process scheduler runs apps (SCHEDULER=process). */
 export interface ProcessSettings {
@@ -23,8 +46,10 @@ export interface ServerConfig {
   dbPoolSize: number;
   dbStatementTimeoutMs: number;
   dbConnectRetries: number;
-  scheduler: SchedulerKind;
+  /** `SCHEDULER`; `auto` when unset: docker when an engine answers at DOCKER_HOST, else process. */
+  scheduler: SchedulerKind | 'auto';
   processes: ProcessSettings;
+  docker: DockerSettings;
   /** Fault injection around the scheduler (`SCHEDULER_CHAOS`); null when off. */
   schedulerChaos: ChaosOptions | null;
   apiVersion: ApiVersion;
@@ -125,6 +150,38 @@ function portRange(env: Env): { from: number; to: number } {
   return { from, to };
 }
 
+/** The Docker scheduler's settings; DOCKER_HOST is checked even when another scheduler runs (it may be picked). */
+function docker(env: Env): DockerSettings {
+  const host = env.DOCKER_HOST?.trim() ? env.DOCKER_HOST.trim() : null;
+  try {
+    dockerHostOptions(host);
+  } catch (error) {
+    throw new ConfigError('DOCKER_HOST', error instanceof Error ? error.message : String(error));
+  }
+  const name = (variable: string, fallback: string, max: number): string => {
+    const value = text(env, variable, fallback);
+    if (!new RegExp(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,${max - 1}}$`).test(value)) {
+      throw new ConfigError(variable, `must be up to ${max} letters, digits, dots, dashes or underscores, got "${value}"`);
+    }
+    return value;
+  };
+  const user = text(env, 'DOCKER_USER', '65534:65534');
+  if (!/^[0-9]+(:[0-9]+)?$/.test(user) || user.split(':').some((part) => Number(part) === 0)) {
+    throw new ConfigError('DOCKER_USER', `must be a numeric uid[:gid] other than root (0), got "${user}"`);
+  }
+  return {
+    host,
+    network: name('DOCKER_NETWORK', 'svc-apps', 64),
+    bridge: name('DOCKER_BRIDGE', 'svc-apps0', 15),
+    instance: name('DOCKER_INSTANCE', 'default', 64),
+    user,
+    pidsLimit: integer(env, 'DOCKER_PIDS_LIMIT', 256, 16, 1_000_000),
+    readonlyRootfs: flag(env, 'DOCKER_READONLY_ROOTFS', false),
+    pullPolicy: oneOf(env, 'DOCKER_PULL_POLICY', 'missing', ['missing', 'always'] as const),
+    guardHost: flag(env, 'DOCKER_HOST_GUARD', true),
+  };
+}
+
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
 
 /**
@@ -170,12 +227,13 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 30000, 0, 3600000),
     dbConnectRetries: integer(env, 'DB_CONNECT_RETRIES', 10, 0, 1000),
-    scheduler: oneOf<SchedulerKind>(env, 'SCHEDULER', 'process', ['process', 'memory']),
+    scheduler: oneOf<SchedulerKind | 'auto'>(env, 'SCHEDULER', 'auto', ['auto', 'process', 'docker', 'memory']),
     processes: {
       portRange: portRange(env),
       healthcheckTimeoutMs: integer(env, 'HEALTHCHECK_TIMEOUT', 30, 1, 3600) * 1000,
       stopTimeoutMs: integer(env, 'PROCESS_STOP_TIMEOUT_SECONDS', 10, 0, 600) * 1000,
     },
+    docker: docker(env),
     schedulerChaos: chaos(env),
     apiVersion: oneOf<ApiVersion>(env, 'SVC_API_VERSION', '1.7', API_VERSIONS),
     secretKey,

@@ -45,11 +45,24 @@ describe('loadConfig', () => {
     });
   });
 
-  it('runs apps as processes by default, on ports 20000-29999, with 30 s to come up and 10 s to stop', () => {
+  it('picks the scheduler at start-up by default; processes on ports 20000-29999, with 30 s to come up and 10 s to stop', () => {
     expect(loadConfig({})).toMatchObject({
-      scheduler: 'process',
+      scheduler: 'auto',
       processes: { portRange: { from: 20000, to: 29999 }, healthcheckTimeoutMs: 30_000, stopTimeoutMs: 10_000 },
     });
+  });
+
+  it('reads the Docker scheduler settings: isolated defaults, DOCKER_HOST the Docker way', () => {
+    expect(loadConfig({ SCHEDULER: 'docker' })).toMatchObject({
+      scheduler: 'docker',
+      docker: { host: null, network: 'svc-apps', bridge: 'svc-apps0', instance: 'default', user: '65534:65534', pidsLimit: 256, readonlyRootfs: false, pullPolicy: 'missing', guardHost: true },
+    });
+    expect(loadConfig({ DOCKER_HOST: 'tcp://10.0.0.5:2375' }).docker.host).toBe('tcp://10.0.0.5:2375');
+    expect(() => loadConfig({ DOCKER_HOST: 'ftp://x' })).toThrow(/^DOCKER_HOST: /);
+    expect(() => loadConfig({ DOCKER_USER: '0' })).toThrow(/^DOCKER_USER: .*other than root/);
+    expect(() => loadConfig({ DOCKER_USER: '1000:0' })).toThrow(/^DOCKER_USER: /);
+    expect(() => loadConfig({ DOCKER_BRIDGE: 'a-bridge-name-too-long' })).toThrow(/^DOCKER_BRIDGE: /);
+    expect(() => loadConfig({ SCHEDULER: 'kubernetes' })).toThrow(/^SCHEDULER: must be one of auto, process, docker, memory/);
   });
 
   it('accepts the memory scheduler, which the e2e suites and load tests use', () => {

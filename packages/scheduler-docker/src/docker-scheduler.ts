@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import type { Clock, ContainerSpec, ContainerState, LogStore, RunResult, RunSpec, Scheduler } from '@svc/core';
+import { RequestRejected, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
 import {
   CappedOutput,
   FrameDemultiplexer,
@@ -98,8 +98,12 @@ const messageOf = (error: unknown): string => engineReason(error);
 const systemClock: Clock = { now: () => new Date() };
 const formatSeconds = (ms: number): string => `${Number((ms / 1000).toFixed(1))} s`;
 
-/** A pull failed for a reason that is the request's (no such image, bad reference), not the platform's. */
-export class ImageNotFound extends Error {}
+/** A pull failed for a reason that is the request's (no such image, bad reference), not the platform's: answered 400. */
+export class ImageNotFound extends RequestRejected {
+  constructor(message: string) {
+    super('IMAGE.NOT_FOUND', message);
+  }
+}
 
 /**
  * A scheduler that runs each container of a release as a Docker Engine container of the

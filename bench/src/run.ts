@@ -17,6 +17,7 @@ import { createDatabase } from '@svc/persistence-typeorm';
 import { runLoad, type LoadResult, type RequestSpec } from './load';
 import { describeMachine, type MachineInfo } from './machine';
 import { startServer, type ServerProcess } from './processes';
+import { benchDocker, dockerReport, type DockerResult } from './docker';
 import { createScratchDatabase, PostgresSeeder, SqliteSeeder, type ScratchDatabase, type Seeder } from './seed';
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -536,11 +537,18 @@ async function main(): Promise<void> {
     else results.push(await benchDatabase('postgres', serverUrl));
   }
   let text = report(machine, results);
+  // The Docker scheduler's figures, when an engine is named (BENCH_DATABASES=none for them alone).
+  const dockerHost = process.env.TEST_DOCKER_HOST?.trim() || process.env.DOCKER_HOST?.trim() || null;
+  let docker: DockerResult | null = null;
+  if (dockerHost !== null) {
+    docker = await benchDocker(ROOT, dockerHost, log);
+    text += dockerReport(docker);
+  }
   if (restarts.length > 0) text += `\nServers restarted during the run:\n${restarts.map((note) => `- ${note}`).join('\n')}\n`;
   process.stdout.write(text);
   await writeFile(
     RESULTS_FILE,
-    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, restarts }, null, 2)}\n`,
+    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, restarts, docker }, null, 2)}\n`,
   );
   log(`results written to ${RESULTS_FILE}`);
 }

@@ -344,6 +344,28 @@ describeWithEngine('DockerScheduler (real engine)', () => {
       await t.scheduler.stop(target.id);
     });
 
+    it('a hostile Procfile command is held the same way: non-root, no host services, no other containers, no engine socket', async () => {
+      const victim = spec({ type: 'worker', command: 'exec sleep 600', env: { SVC_APP: 'victim', SVC_RELEASE: '1', VICTIM_SECRET: 'do-not-leak' } });
+      await t.scheduler.start(victim);
+      const gateway = ((await t.docker.getNetwork(t.options.network ?? '').inspect()) as { IPAM: { Config: { Gateway?: string }[] } }).IPAM.Config[0]?.Gateway ?? '';
+      const hostile = spec({
+        type: 'worker',
+        command:
+          'echo "uid $(id -u)"; ' +
+          `nc -w 2 ${gateway} ${hostPort} </dev/null >/dev/null 2>&1 && echo "REACHED host" || echo "blocked host"; ` +
+          'nc -w 2 127.0.0.1 5432 </dev/null >/dev/null 2>&1 && echo "REACHED pg" || echo "blocked pg"; ' +
+          'echo "secrets $(cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n" | grep -c VICTIM_SECRET)"; ' +
+          'test -e /var/run/docker.sock && echo "REACHED socket" || echo "no socket"; ' +
+          'echo checks done; exec sleep 600',
+      });
+      await t.scheduler.start(hostile);
+      await t.waitForLine(hostile.app, /worker\.1\]: checks done$/);
+      const lines = (await t.lines(hostile.app)).filter((l) => l.startsWith(`${hostile.app}[worker.1]: `)).map((l) => l.slice(`${hostile.app}[worker.1]: `.length));
+      expect(lines).toEqual(['uid 65534', 'blocked host', 'blocked pg', 'secrets 0', 'no socket', 'checks done']);
+      await t.scheduler.stop(hostile.id);
+      await t.scheduler.stop(victim.id);
+    });
+
     it('cannot kill processes outside its container, and a fork bomb stops at the pids limit', async () => {
       const victim = spec({ type: 'worker', command: 'exec sleep 600' });
       await t.scheduler.start(victim);

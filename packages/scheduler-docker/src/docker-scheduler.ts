@@ -52,6 +52,13 @@ export interface DockerSchedulerOptions {
   pidsLimit?: number;
   /** Mount the image's root file system read-only (with a writable /tmp). Default false. */
   readonlyRootfs?: boolean;
+  /**
+   * The memory limit of containers whose app sets none, and of one-off commands (e.g. `1G`).
+   * Default `1G`; null: none (a container may then take all the host's memory).
+   */
+  defaultMemory?: string | null;
+  /** The CPU limit (shares, 1024 = one CPU) of containers whose app sets none, and of one-off commands. Default 1024; null: none. */
+  defaultCpu?: number | null;
   /** `missing`: pull only images the engine does not have (default); `always`: pull before every release's first container. */
   pullPolicy?: 'missing' | 'always';
   /** How long a `web` container has to accept connections on PORT (or answer HEALTHCHECK_URL 2xx). Default 30000. */
@@ -124,6 +131,8 @@ export class DockerScheduler implements Scheduler {
   private readonly pidsLimit: number;
   private readonly readonlyRootfs: boolean;
   private readonly pullPolicy: 'missing' | 'always';
+  private readonly defaultMemory: string | null;
+  private readonly defaultCpu: number | null;
   private readonly startTimeoutMs: number;
   private readonly settleMs: number;
   private readonly stopTimeoutMs: number;
@@ -149,6 +158,9 @@ export class DockerScheduler implements Scheduler {
     this.pidsLimit = options.pidsLimit ?? 256;
     this.readonlyRootfs = options.readonlyRootfs ?? false;
     this.pullPolicy = options.pullPolicy ?? 'missing';
+    this.defaultMemory = options.defaultMemory === undefined ? '1G' : options.defaultMemory;
+    memoryBytes(this.defaultMemory);
+    this.defaultCpu = options.defaultCpu === undefined ? 1024 : options.defaultCpu;
     this.startTimeoutMs = options.startTimeoutMs ?? 30_000;
     this.settleMs = options.settleMs ?? 1000;
     this.stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
@@ -721,7 +733,10 @@ export class DockerScheduler implements Scheduler {
     return exposed[0] ?? DEFAULT_CONTAINER_PORT;
   }
 
-  private hostConfig(memory: string | null, cpu: number | null): Docker.HostConfig {
+  /** The engine's settings of a container; the app's memory and cpu, or the defaults when it sets none (one-off commands: the defaults). */
+  private hostConfig(ownMemory: string | null, ownCpu: number | null): Docker.HostConfig {
+    const memory = ownMemory ?? this.defaultMemory;
+    const cpu = ownCpu === null || ownCpu === 0 ? this.defaultCpu : ownCpu;
     const bytes = memoryBytes(memory);
     const nanoCpus = nanoCpusForShares(cpu);
     return {
@@ -755,6 +770,8 @@ export class DockerScheduler implements Scheduler {
       this.pidsLimit,
       this.readonlyRootfs,
       this.network,
+      this.defaultMemory,
+      this.defaultCpu,
     ]);
     return createHash('sha256').update(what).digest('hex');
   }

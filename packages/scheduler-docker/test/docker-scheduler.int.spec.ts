@@ -209,6 +209,28 @@ describeWithEngine('DockerScheduler (real engine)', () => {
     await t.scheduler.stop(s.id);
   });
 
+  it('gives containers whose app sets no limits, and one-off commands, the default limits (1G, one CPU)', async () => {
+    const s = spec({ type: 'worker', command: 'exec sleep 600' });
+    await t.scheduler.start(s);
+    const info = await t.docker.getContainer(containerName(s.id)).inspect();
+    expect(info.HostConfig.Memory).toBe(1024 ** 3);
+    expect(info.HostConfig.MemorySwap).toBe(1024 ** 3);
+    expect(info.HostConfig.NanoCpus).toBe(1e9);
+    await t.scheduler.stop(s.id);
+  });
+
+  it('kills a one-off command over the default memory limit (exit 137), and the host carries on', async () => {
+    const small = await testScheduler({ defaultMemory: '48M' });
+    try {
+      const result = await small.scheduler.run(
+        runSpec('node -e "const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1))"; echo "exit $?"', { image: NODE, timeoutSeconds: 60 }),
+      );
+      expect(result.output).toMatch(/exit 137/);
+    } finally {
+      await small.cleanUp();
+    }
+  });
+
   describe('run', () => {
     it('runs a one-off command in a container of the image: exit code, output, environment, and the container removed', async () => {
       const r = runSpec('echo "out $SVC_APP $PORT"; echo err >&2; exit 5');

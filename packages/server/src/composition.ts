@@ -113,6 +113,8 @@ export interface DockerSchedulerSetup {
   readonlyRootfs: boolean;
   pullPolicy: 'missing' | 'always';
   guardHost: boolean;
+  defaultMemory: string | null;
+  defaultCpu: number | null;
   /** Host ports containers may still reach (the router's). */
   hostPortsAllowed: number[];
   startTimeoutMs: number;
@@ -170,6 +172,8 @@ const schedulerModule = (
         pidsLimit: docker.pidsLimit,
         readonlyRootfs: docker.readonlyRootfs,
         pullPolicy: docker.pullPolicy,
+        defaultMemory: docker.defaultMemory,
+        defaultCpu: docker.defaultCpu,
         startTimeoutMs: docker.startTimeoutMs,
         stopTimeoutMs: docker.stopTimeoutMs,
       });

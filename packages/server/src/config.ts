@@ -25,6 +25,10 @@ export interface DockerSettings {
   pullPolicy: 'missing' | 'always';
   /** DOCKER_HOST_GUARD: install the iptables rules that keep containers away from this host's services. */
   guardHost: boolean;
+  /** DOCKER_DEFAULT_MEMORY: the memory limit of containers whose app sets none, and of `run`; null for none. */
+  defaultMemory: string | null;
+  /** DOCKER_DEFAULT_CPU: the CPU limit (1024 = one CPU) of containers whose app sets none, and of `run`; null for none. */
+  defaultCpu: number | null;
 }
 
 /** How the process scheduler runs apps (SCHEDULER=process). */
@@ -179,7 +183,19 @@ function docker(env: Env): DockerSettings {
     readonlyRootfs: flag(env, 'DOCKER_READONLY_ROOTFS', false),
     pullPolicy: oneOf(env, 'DOCKER_PULL_POLICY', 'missing', ['missing', 'always'] as const),
     guardHost: flag(env, 'DOCKER_HOST_GUARD', true),
+    defaultMemory: defaultMemory(env),
+    defaultCpu: ((shares) => (shares === 0 ? null : shares))(integer(env, 'DOCKER_DEFAULT_CPU', 1024, 0, 1024 * 1024)),
   };
+}
+
+/** `DOCKER_DEFAULT_MEMORY`: a limit such as `1G` or `512M` (default `1G`), or `none`. */
+function defaultMemory(env: Env): string | null {
+  const value = text(env, 'DOCKER_DEFAULT_MEMORY', '1G');
+  if (value.toLowerCase() === 'none') return null;
+  if (!/^[1-9][0-9]*(B|K|M|G|KB|MB|GB)$/i.test(value)) {
+    throw new ConfigError('DOCKER_DEFAULT_MEMORY', `must be a size such as 512M or 1G, or none, got "${value}"`);
+  }
+  return value;
 }
 
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;

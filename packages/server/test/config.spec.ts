@@ -55,8 +55,10 @@ describe('loadConfig', () => {
   it('reads the Docker scheduler settings: isolated defaults, DOCKER_HOST the Docker way', () => {
     expect(loadConfig({ SCHEDULER: 'docker' })).toMatchObject({
       scheduler: 'docker',
-      docker: { host: null, network: 'svc-apps', bridge: 'svc-apps0', instance: 'default', user: '65534:65534', pidsLimit: 256, readonlyRootfs: false, pullPolicy: 'missing', guardHost: true },
+      docker: { host: null, network: 'svc-apps', bridge: 'svc-apps0', instance: 'default', user: '65534:65534', pidsLimit: 256, readonlyRootfs: false, pullPolicy: 'missing', guardHost: true, defaultMemory: '1G', defaultCpu: 1024 },
     });
+    expect(loadConfig({ DOCKER_DEFAULT_MEMORY: 'none', DOCKER_DEFAULT_CPU: '0' }).docker).toMatchObject({ defaultMemory: null, defaultCpu: null });
+    expect(() => loadConfig({ DOCKER_DEFAULT_MEMORY: 'lots' })).toThrow(/^DOCKER_DEFAULT_MEMORY: /);
     expect(loadConfig({ DOCKER_HOST: 'tcp://10.0.0.5:2375' }).docker.host).toBe('tcp://10.0.0.5:2375');
     expect(() => loadConfig({ DOCKER_HOST: 'ftp://x' })).toThrow(/^DOCKER_HOST: /);
     expect(() => loadConfig({ DOCKER_USER: '0' })).toThrow(/^DOCKER_USER: .*other than root/);

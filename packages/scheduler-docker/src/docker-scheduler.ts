@@ -97,6 +97,8 @@ interface Managed {
   /** Ends the log stream and the wait of the current engine container. */
   watch: AbortController | null;
   logsEnded: Promise<void> | null;
+  /** The engine container that was seen to exit, with its code (the wait may end before the container counts as up). */
+  exitSeen: { engineId: string; code: number | null } | null;
   forgotten: boolean;
 }
 
@@ -213,6 +215,7 @@ export class DockerScheduler implements Scheduler {
       lastLine: null,
       watch: null,
       logsEnded: null,
+      exitSeen: null,
       forgotten: false,
     };
     this.containers.set(spec.id, managed);
@@ -515,6 +518,9 @@ export class DockerScheduler implements Scheduler {
     managed.state = 'up';
     managed.upSince = Date.now();
     this.event(spec.app, `${managed.label} is up${spec.type === 'web' ? ` at ${managed.address ?? '?'}:${managed.port}` : ''}`);
+    // It may have exited between the last check and now: that is a crash.
+    const seen = managed.exitSeen;
+    if (seen !== null && seen.engineId === managed.engineId) void this.exited(managed, seen.engineId, seen.code);
   }
 
   /** Takes over a running container an earlier controller process started from the same spec; false when there is none. */
@@ -569,7 +575,10 @@ export class DockerScheduler implements Scheduler {
     watch.signal.addEventListener('abort', () => stream.destroy(), { once: true });
     const engineId = container.id;
     (container.wait({ abortSignal: watch.signal }) as Promise<{ StatusCode?: number }>).then(
-      (status) => void this.exited(managed, engineId, status.StatusCode ?? null),
+      (status) => {
+        managed.exitSeen = { engineId, code: status.StatusCode ?? null };
+        void this.exited(managed, engineId, status.StatusCode ?? null);
+      },
       () => {
         // Aborted (stop, shutdown) or the engine went away: a stop or the next start handles it.
       },
@@ -598,7 +607,10 @@ export class DockerScheduler implements Scheduler {
       return;
     }
     const address = managed.address;
-    if (address === null) throw new Error(`it has no address on the network ${this.network}`);
+    if (address === null) {
+      // A container that exited at once has left the network already: its exit is the reason.
+      throw (await failed()) ?? new Error(`it has no address on the network ${this.network}`);
+    }
     const timeoutMs = this.startTimeout(spec);
     const deadline = Date.now() + timeoutMs;
     const health = healthcheckUrl(spec.env.HEALTHCHECK_URL, address, managed.port);

@@ -19,6 +19,7 @@ import { benchDeployIsolation, isolationReport, type IsolationResult } from './d
 import { runLoad, type LoadResult, type RequestSpec } from './load';
 import { describeMachine, type MachineInfo } from './machine';
 import { startServer, type ServerProcess } from './processes';
+import { benchDocker, dockerReport, type DockerResult } from './docker';
 import { createScratchDatabase, PostgresSeeder, SqliteSeeder, type ScratchDatabase, type Seeder } from './seed';
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -544,11 +545,18 @@ async function main(): Promise<void> {
   if (sections.includes('deploy-isolation')) for (const kind of kinds) isolation.push(await benchDeployIsolation(kind, CONTROLLER_MAIN, serverUrl, log));
   let text = report(machine, results);
   if (isolation.length > 0) text += isolationReport(isolation);
+  // The Docker scheduler's figures, when an engine is named (BENCH_DATABASES=none for them alone).
+  const dockerHost = process.env.TEST_DOCKER_HOST?.trim() || process.env.DOCKER_HOST?.trim() || null;
+  let docker: DockerResult | null = null;
+  if (dockerHost !== null) {
+    docker = await benchDocker(ROOT, dockerHost, log);
+    text += dockerReport(docker);
+  }
   if (restarts.length > 0) text += `\nServers restarted during the run:\n${restarts.map((note) => `- ${note}`).join('\n')}\n`;
   process.stdout.write(text);
   await writeFile(
     RESULTS_FILE,
-    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, isolation, restarts }, null, 2)}\n`,
+    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, isolation, restarts, docker }, null, 2)}\n`,
   );
   log(`results written to ${RESULTS_FILE}`);
 }

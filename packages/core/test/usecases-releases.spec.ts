@@ -129,6 +129,21 @@ describe('SetConfig', () => {
     expect(world.logs.messages('myapp')).not.toContain('alice added FOO');
   });
 
+  it("on a deployed app whose scheduler refuses the request itself (an image no registry has): that refusal (400), nothing kept", async () => {
+    const world = new World();
+    const alice = await world.actor('alice');
+    await world.deployedApp(alice);
+    const before = world.uow.snapshot();
+    world.scheduler.failStarts(1, new RequestRejected('IMAGE.NOT_FOUND', 'pulling example/missing:1 failed: manifest unknown'));
+
+    const error = await rejectionOf(world.useCases.setConfig.execute(alice, 'myapp', { values: { FOO: 'bar' } }));
+
+    expect(error).toBeInstanceOf(RequestRejected);
+    expect((error as RequestRejected).code).toBe('IMAGE.NOT_FOUND');
+    expect(world.uow.snapshot()).toEqual(before);
+    expect(world.runningContainers()).toEqual(['web.1@v2']);
+  });
+
   it('merges onto the config now current after a rollback', async () => {
     const { world, alice } = await aliceWithApp();
     await world.useCases.setConfig.execute(alice, 'myapp', { values: { FOO: '1' } });

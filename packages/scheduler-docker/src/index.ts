@@ -1,7 +1,32 @@
 /*
  * The Docker Engine adapter: a scheduler running each container of a release as an engine
- * container, and an image builder for git pushes. Its exports arrive with the classes.
+ * container, and an image builder for git pushes, sharing one engine client.
  */
 export { APP_LABEL, APP_UID, APP_UUID_LABEL, DockerImageBuilder, type DockerImageBuilderOptions } from './image-builder';
 export { UnreadableReference, imageReferences } from './dockerfile-references';
-export { dockerAt } from './docker-host';
+export {
+  DEFAULT_CONTAINER_PORT,
+  DockerScheduler,
+  ImageNotFound,
+  RUN_TIMEOUT_EXIT_CODE,
+  SCHEDULER_LOG_SOURCE,
+  containerName,
+  type DockerSchedulerOptions,
+  type Endpoint,
+} from './docker-scheduler';
+export {
+  DEFAULT_DOCKER_HOST,
+  FrameDemultiplexer,
+  LABELS,
+  SHARES_PER_CPU,
+  createEngine,
+  dockerHostOptions,
+  engineReason,
+  engineStatus,
+  memoryBytes,
+  nanoCpusForShares,
+  pingEngine,
+} from './engine';
+export { guardChainName, guardHostFromBridge, unguardHostFromBridge } from './host-guard';
+/** The engine client type (dockerode's), for those that share one. */
+export type { default as Docker } from 'dockerode';

@@ -5,7 +5,7 @@ import type Docker from 'dockerode';
 import { describeEachBackend, signUp, useServer, type Session } from '../../server/test/support';
 import { WorkingCopy, keyPair, nodeApp, type KeyPair } from '../../builder-git/test/support/git-client';
 import { APP_LABEL, APP_UID } from '../src';
-import { BUSYBOX_IMAGE, NODE_IMAGE, TEST_DOCKER_HOST, describeWithEngine } from './support/engine';
+import { BUSYBOX_IMAGE, NODE_IMAGE, TEST_DOCKER_HOST, describeWithEngineClient as describeWithEngine } from './support/engine';
 
 interface BuildJson {
   uuid: string;

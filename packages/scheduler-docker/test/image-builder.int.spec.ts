@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { BUILD_FAILED, DomainError } from '@svc/core';
 import { APP_LABEL, APP_UID, DockerImageBuilder } from '../src';
-import { BUSYBOX_IMAGE, describeWithEngine } from './support/engine';
+import { BUSYBOX_IMAGE, describeWithEngineClient as describeWithEngine } from './support/engine';
 
 /** Runs a command in a new container of `image` (no network) and resolves with its output. */
 async function runIn(docker: Docker, image: string, cmd: string[] | null = null): Promise<string> {

@@ -20,8 +20,8 @@ import { ForgeCertificateParser } from '@svc/certs-forge';
 import { FileLogStore } from '@svc/logs-file';
 import { MemoryScheduler } from '@svc/scheduler-memory';
 import { ProcessScheduler, type SandboxOptions } from '@svc/scheduler-process';
+import { DockerImageBuilder, DockerScheduler, createEngine, type Docker } from '@svc/scheduler-docker';
 import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
-import { DockerImageBuilder, dockerAt } from '@svc/scheduler-docker';
 import { createHttpApp, type HttpLogger } from '@svc/http-express';
 import { GitServer } from '@svc/builder-git';
 import { AppRouter } from '@svc/router-http';
@@ -36,6 +36,9 @@ export const SERVER_TOKENS = Object.freeze({
   HttpApp: Symbol.for('svc.HttpApp'),
   GitServer: Symbol.for('svc.GitServer'),
   ProcessScheduler: Symbol.for('svc.ProcessScheduler'),
+  /** The Docker Engine client (dockerode), shared by everything that speaks to the engine. */
+  DockerEngine: Symbol.for('svc.DockerEngine'),
+  DockerScheduler: Symbol.for('svc.DockerScheduler'),
   Router: Symbol.for('svc.Router'),
 });
 
@@ -55,6 +58,8 @@ export interface CompositionOptions {
   scheduler: SchedulerKind;
   /** How the process scheduler runs apps; required when `scheduler` is `process`. */
   processes?: ProcessSchedulerSetup;
+  /** How the Docker scheduler runs apps; required when `scheduler` is `docker`. */
+  docker?: DockerSchedulerSetup;
   /** Wraps the scheduler in fault injection (tests and resilience drills); absent or null: off. */
   schedulerChaos?: ChaosOptions | null;
   settings: Settings;
@@ -105,6 +110,28 @@ export interface ProcessSchedulerSetup {
   sandboxHint?: string;
 }
 
+/** Where the Docker engine is and how the Docker scheduler isolates apps. */
+export interface DockerSchedulerSetup {
+  /** DOCKER_HOST; null for the default socket. */
+  host: string | null;
+  network: string;
+  bridge: string;
+  instance: string;
+  user: string;
+  pidsLimit: number;
+  readonlyRootfs: boolean;
+  pullPolicy: 'missing' | 'always';
+  guardHost: boolean;
+  defaultMemory: string | null;
+  defaultCpu: number | null;
+  /** Host ports containers may still reach (the router's). */
+  hostPortsAllowed: number[];
+  startTimeoutMs: number;
+  stopTimeoutMs: number;
+  /** What the operator should know (a host guard that could not be installed). */
+  onWarning: (message: string) => void;
+}
+
 const persistenceModule = (database: DatabaseHandle) =>
   new ContainerModule(({ bind }) => {
     bind<UnitOfWork>(TOKENS.UnitOfWork).toConstantValue(database.uow);
@@ -130,8 +157,36 @@ const logsModule = (directory: string, store: LogStore | undefined) =>
     bind<LogStore>(TOKENS.LogStore).toDynamicValue(() => store ?? new FileLogStore(directory));
   });
 
-const schedulerModule = (kind: SchedulerKind, chaos: ChaosOptions | null, processes: ProcessSchedulerSetup | undefined) =>
+const schedulerModule = (
+  kind: SchedulerKind,
+  chaos: ChaosOptions | null,
+  processes: ProcessSchedulerSetup | undefined,
+  docker: DockerSchedulerSetup | undefined,
+) =>
   new ContainerModule(({ bind }) => {
+    bind<Docker>(SERVER_TOKENS.DockerEngine).toDynamicValue(() => createEngine(docker?.host ?? null));
+    bind<DockerScheduler>(SERVER_TOKENS.DockerScheduler).toDynamicValue((ctx) => {
+      if (docker === undefined) throw new Error('The Docker scheduler needs its setup (CompositionOptions.docker)');
+      return new DockerScheduler({
+        docker: ctx.get<Docker>(SERVER_TOKENS.DockerEngine),
+        logs: ctx.get<LogStore>(TOKENS.LogStore),
+        clock: ctx.get(TOKENS.Clock),
+        instance: docker.instance,
+        network: docker.network,
+        bridge: docker.bridge,
+        guardHost: docker.guardHost,
+        hostPortsAllowed: docker.hostPortsAllowed,
+        onWarning: docker.onWarning,
+        user: docker.user,
+        pidsLimit: docker.pidsLimit,
+        readonlyRootfs: docker.readonlyRootfs,
+        pullPolicy: docker.pullPolicy,
+        defaultMemory: docker.defaultMemory,
+        defaultCpu: docker.defaultCpu,
+        startTimeoutMs: docker.startTimeoutMs,
+        stopTimeoutMs: docker.stopTimeoutMs,
+      });
+    });
     bind<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler).toDynamicValue((ctx) => {
       if (processes === undefined) throw new Error('The process scheduler needs its setup (CompositionOptions.processes)');
       return new ProcessScheduler({
@@ -150,6 +205,8 @@ const schedulerModule = (kind: SchedulerKind, chaos: ChaosOptions | null, proces
         switch (kind) {
           case 'process':
             return ctx.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler);
+          case 'docker':
+            return ctx.get<DockerScheduler>(SERVER_TOKENS.DockerScheduler);
           case 'memory':
             return new MemoryScheduler();
         }
@@ -161,10 +218,10 @@ const schedulerModule = (kind: SchedulerKind, chaos: ChaosOptions | null, proces
 /** The image builder of git pushes, when image builds are on; otherwise null, and pushed commits run from their checkout. */
 const imagesModule = (builds: ImageBuildSettings | null) =>
   new ContainerModule(({ bind }) => {
-    bind<ImageBuilder | null>(TOKENS.ImageBuilder).toDynamicValue(() =>
+    bind<ImageBuilder | null>(TOKENS.ImageBuilder).toDynamicValue((ctx) =>
       builds === null
         ? null
-        : new DockerImageBuilder(dockerAt(builds.dockerHost), {
+        : new DockerImageBuilder(ctx.get<Docker>(SERVER_TOKENS.DockerEngine), {
             stackImage: builds.stackImage,
             timeoutMs: builds.timeoutMs,
             memoryBytes: builds.memoryBytes,
@@ -220,14 +277,19 @@ const httpModule = (options: CompositionOptions) =>
     );
   });
 
-/** The router sends app traffic to the web processes the process scheduler runs; with another scheduler every app answers 503. */
+/** The router sends app traffic to the web containers the process or Docker scheduler runs; with the memory scheduler every app answers 503. */
 const routerModule = (options: CompositionOptions) =>
   new ContainerModule(({ bind }) => {
     bind<AppRouter>(SERVER_TOKENS.Router).toDynamicValue((ctx) => {
       const uow = ctx.get<UnitOfWork>(TOKENS.UnitOfWork);
-      const processes = options.scheduler === 'process' ? ctx.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler) : null;
+      const endpoints =
+        options.scheduler === 'process'
+          ? ctx.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler)
+          : options.scheduler === 'docker'
+            ? ctx.get<DockerScheduler>(SERVER_TOKENS.DockerScheduler)
+            : null;
       return new AppRouter({
-        routes: new PlatformRouteTable(uow, options.settings.platformDomain, processes),
+        routes: new PlatformRouteTable(uow, options.settings.platformDomain, endpoints),
         certificates: new StoredCertificates(uow, ctx.get<SecretBox>(TOKENS.SecretBox)),
         logger: options.logger,
       });
@@ -244,6 +306,8 @@ export function compose(options: CompositionOptions): {
   scheduler: Scheduler;
   /** The scheduler that runs processes, when SCHEDULER=process: its endpoints, orphan clean-up and shutdown. */
   processScheduler: ProcessScheduler | null;
+  /** The scheduler that runs Docker containers, when SCHEDULER=docker: its endpoints, adoption clean-up and shutdown. */
+  dockerScheduler: DockerScheduler | null;
   useCases: UseCases;
   /** The git server, not yet listening, when `git` is given. */
   gitServer: GitServer | null;
@@ -256,8 +320,9 @@ export function compose(options: CompositionOptions): {
     cryptoModule(options.secretKey),
     parsersModule,
     logsModule(options.logDirectory, options.logStore),
-    schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes),
-    imagesModule(options.imageBuilds ?? null),
+    schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes, options.docker),
+    // The process scheduler runs checkouts: pushed commits are built into images for the others.
+    imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null)),
     coreModule(options.settings),
     httpModule(options),
     gitModule(options.git ?? null, options.logger),
@@ -268,6 +333,7 @@ export function compose(options: CompositionOptions): {
     app: container.get<Application>(SERVER_TOKENS.HttpApp),
     scheduler: container.get<Scheduler>(TOKENS.Scheduler),
     processScheduler: options.scheduler === 'process' ? container.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler) : null,
+    dockerScheduler: options.scheduler === 'docker' ? container.get<DockerScheduler>(SERVER_TOKENS.DockerScheduler) : null,
     useCases: container.get<UseCases>(TOKENS.UseCases),
     gitServer: options.git ? container.get<GitServer>(SERVER_TOKENS.GitServer) : null,
     router: container.get<AppRouter>(SERVER_TOKENS.Router),

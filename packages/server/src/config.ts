@@ -1,9 +1,36 @@
 import { API_VERSIONS, DEFAULT_SETTINGS, type ApiVersion, type RegistrationMode, type Settings } from '@svc/core';
 import { parseChaosSpec, type ChaosOptions } from '@svc/scheduler-chaos';
 import type { SandboxOptions } from '@svc/scheduler-process';
+import { dockerHostOptions } from '@svc/scheduler-docker';
 
 /** Which scheduler runs containers. */
-export type SchedulerKind = 'process' | 'memory';
+export type SchedulerKind = 'process' | 'memory' | 'docker';
+
+/** How the Docker scheduler runs apps (SCHEDULER=docker, or picked when SCHEDULER is unset). */
+export interface DockerSettings {
+  /** DOCKER_HOST: the engine's address; null for the default `unix:///var/run/docker.sock`. */
+  host: string | null;
+  /** DOCKER_NETWORK: the platform's own network every container joins. */
+  network: string;
+  /** DOCKER_BRIDGE: the Linux bridge of that network when the scheduler creates it. */
+  bridge: string;
+  /** DOCKER_INSTANCE: this controller's name on the engine (containers of other names are left alone). */
+  instance: string;
+  /** DOCKER_USER: `uid[:gid]` containers run as. */
+  user: string;
+  /** DOCKER_PIDS_LIMIT: most processes in one container. */
+  pidsLimit: number;
+  /** DOCKER_READONLY_ROOTFS: the image's file system read-only, with a writable /tmp. */
+  readonlyRootfs: boolean;
+  /** DOCKER_PULL_POLICY: `missing` (pull images the engine lacks) or `always` (once per release). */
+  pullPolicy: 'missing' | 'always';
+  /** DOCKER_HOST_GUARD: install the iptables rules that keep containers away from this host's services. */
+  guardHost: boolean;
+  /** DOCKER_DEFAULT_MEMORY: the memory limit of containers whose app sets none, and of `run`; null for none. */
+  defaultMemory: string | null;
+  /** DOCKER_DEFAULT_CPU: the CPU limit (1024 = one CPU) of containers whose app sets none, and of `run`; null for none. */
+  defaultCpu: number | null;
+}
 
 /** How the process scheduler runs apps (SCHEDULER=process). */
 export interface ProcessSettings {
@@ -22,8 +49,6 @@ export interface ProcessSettings {
 
 /** How pushed commits are built into images (`IMAGE_BUILDER=docker`). */
 export interface ImageBuildSettings {
-  /** DOCKER_HOST: the engine that builds, `unix:///path` or `tcp://address:port`. */
-  dockerHost: string;
   /** STACK_IMAGE: the image a Procfile-only commit is laid onto. */
   stackImage: string;
   /** BUILD_TIMEOUT_SECONDS, in milliseconds. */
@@ -49,8 +74,10 @@ export interface ServerConfig {
   dbPoolSize: number;
   dbStatementTimeoutMs: number;
   dbConnectRetries: number;
-  scheduler: SchedulerKind;
+  /** `SCHEDULER`; `auto` when unset: docker when an engine answers at DOCKER_HOST, else process. */
+  scheduler: SchedulerKind | 'auto';
   processes: ProcessSettings;
+  docker: DockerSettings;
   /** Fault injection around the scheduler (`SCHEDULER_CHAOS`); null when off. */
   schedulerChaos: ChaosOptions | null;
   apiVersion: ApiVersion;
@@ -160,14 +187,12 @@ const IMAGE_REFERENCE = /^[a-z0-9]+([._/-][a-z0-9]+)*(:[0-9]{1,5}\/[a-z0-9]+([._
  * Docker scheduler), `none` runs it from its checkout (what the process scheduler needs).
  */
 function imageBuilds(env: Env): ImageBuildSettings | null {
-  const scheduler = text(env, 'SCHEDULER', 'process');
-  if (oneOf(env, 'IMAGE_BUILDER', scheduler === 'docker' ? 'docker' : 'none', ['docker', 'none'] as const) === 'none') return null;
+  const scheduler = text(env, 'SCHEDULER', 'auto');
+  const fallback = scheduler === 'docker' || scheduler === 'auto' ? 'docker' : 'none';
+  const chosen = oneOf(env, 'IMAGE_BUILDER', fallback, ['docker', 'none'] as const);
+  if (chosen === 'none') return null;
   if (scheduler === 'process') {
     throw new ConfigError('IMAGE_BUILDER', 'cannot be docker with SCHEDULER=process: the process scheduler runs checkouts, not images');
-  }
-  const dockerHost = text(env, 'DOCKER_HOST', 'unix:///var/run/docker.sock');
-  if (!/^unix:\/\/\/.+|^tcp:\/\/[^:/]+:[0-9]{1,5}\/?$/.test(dockerHost)) {
-    throw new ConfigError('DOCKER_HOST', `must be unix:///path/to/docker.sock or tcp://address:port, got "${dockerHost}"`);
   }
   const stackImage = text(env, 'STACK_IMAGE', 'svc/stack:latest');
   if (!IMAGE_REFERENCE.test(stackImage)) throw new ConfigError('STACK_IMAGE', `is not an image reference: "${stackImage}"`);
@@ -176,7 +201,6 @@ function imageBuilds(env: Env): ImageBuildSettings | null {
   // The host's network would hand every tenant's build the services listening on this machine.
   if (network === 'host') throw new ConfigError('BUILD_NETWORK', 'cannot be host: builds run tenants\' code; use none, bridge or a network of its own');
   return {
-    dockerHost,
     stackImage,
     timeoutMs: integer(env, 'BUILD_TIMEOUT_SECONDS', 600, 10, 24 * 3600) * 1000,
     memoryBytes: integer(env, 'BUILD_MEMORY_MB', 1024, 64, 1024 * 1024) * 1024 * 1024,
@@ -222,6 +246,50 @@ function sandbox(env: Env): SandboxOptions | null {
     readOnlyPaths: readOnlyPaths(env),
     bwrap: text(env, 'SANDBOX_BWRAP', 'bwrap'),
   };
+}
+
+/** The Docker scheduler's settings; DOCKER_HOST is checked even when another scheduler runs (it may be picked). */
+function docker(env: Env): DockerSettings {
+  const host = env.DOCKER_HOST?.trim() ? env.DOCKER_HOST.trim() : null;
+  try {
+    dockerHostOptions(host);
+  } catch (error) {
+    throw new ConfigError('DOCKER_HOST', error instanceof Error ? error.message : String(error));
+  }
+  const name = (variable: string, fallback: string, max: number): string => {
+    const value = text(env, variable, fallback);
+    if (!new RegExp(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,${max - 1}}$`).test(value)) {
+      throw new ConfigError(variable, `must be up to ${max} letters, digits, dots, dashes or underscores, got "${value}"`);
+    }
+    return value;
+  };
+  const user = text(env, 'DOCKER_USER', '65534:65534');
+  if (!/^[0-9]+(:[0-9]+)?$/.test(user) || user.split(':').some((part) => Number(part) === 0)) {
+    throw new ConfigError('DOCKER_USER', `must be a numeric uid[:gid] other than root (0), got "${user}"`);
+  }
+  return {
+    host,
+    network: name('DOCKER_NETWORK', 'svc-apps', 64),
+    bridge: name('DOCKER_BRIDGE', 'svc-apps0', 15),
+    instance: name('DOCKER_INSTANCE', 'default', 64),
+    user,
+    pidsLimit: integer(env, 'DOCKER_PIDS_LIMIT', 256, 16, 1_000_000),
+    readonlyRootfs: flag(env, 'DOCKER_READONLY_ROOTFS', false),
+    pullPolicy: oneOf(env, 'DOCKER_PULL_POLICY', 'missing', ['missing', 'always'] as const),
+    guardHost: flag(env, 'DOCKER_HOST_GUARD', true),
+    defaultMemory: defaultMemory(env),
+    defaultCpu: ((shares) => (shares === 0 ? null : shares))(integer(env, 'DOCKER_DEFAULT_CPU', 1024, 0, 1024 * 1024)),
+  };
+}
+
+/** `DOCKER_DEFAULT_MEMORY`: a limit such as `1G` or `512M` (default `1G`), or `none`. */
+function defaultMemory(env: Env): string | null {
+  const value = text(env, 'DOCKER_DEFAULT_MEMORY', '1G');
+  if (value.toLowerCase() === 'none') return null;
+  if (!/^[1-9][0-9]*(B|K|M|G|KB|MB|GB)$/i.test(value)) {
+    throw new ConfigError('DOCKER_DEFAULT_MEMORY', `must be a size such as 512M or 1G, or none, got "${value}"`);
+  }
+  return value;
 }
 
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
@@ -270,13 +338,14 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 30000, 0, 3600000),
     dbConnectRetries: integer(env, 'DB_CONNECT_RETRIES', 10, 0, 1000),
-    scheduler: oneOf<SchedulerKind>(env, 'SCHEDULER', 'process', ['process', 'memory']),
+    scheduler: oneOf<SchedulerKind | 'auto'>(env, 'SCHEDULER', 'auto', ['auto', 'process', 'docker', 'memory']),
     processes: {
       portRange: portRange(env),
       healthcheckTimeoutMs: integer(env, 'HEALTHCHECK_TIMEOUT', 30, 1, 3600) * 1000,
       stopTimeoutMs: integer(env, 'PROCESS_STOP_TIMEOUT_SECONDS', 10, 0, 600) * 1000,
       sandbox: sandbox(env),
     },
+    docker: docker(env),
     schedulerChaos: chaos(env),
     apiVersion: oneOf<ApiVersion>(env, 'SVC_API_VERSION', '1.7', API_VERSIONS),
     secretKey,

@@ -1,3 +1,3 @@
 export { loadConfig, ConfigError, type ServerConfig, type SchedulerKind } from './config';
-export { compose, SERVER_TOKENS, type CompositionOptions, type DatabaseHandle } from './composition';
-export { startServer, platformVersion, resolveSecretKey, type RunningServer } from './server';
+export { compose, SERVER_TOKENS, type CompositionOptions, type DatabaseHandle, type DockerSchedulerSetup } from './composition';
+export { pickScheduler, startServer, platformVersion, resolveSecretKey, type RunningServer } from './server';

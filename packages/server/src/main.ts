@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   }
   const logger = pino({ level: config.logLevel, base: undefined });
   const server = await startServer(config, logger);
-  logger.info({ url: server.url, database: config.databaseUrl ? 'postgresql' : 'sqlite', scheduler: config.scheduler }, `controller listening on ${server.url}`);
+  logger.info({ url: server.url, database: config.databaseUrl ? 'postgresql' : 'sqlite', scheduler: server.schedulerKind }, `controller listening on ${server.url}`);
 
   let stopping = false;
   const stop = (signal: string) => {

@@ -19,7 +19,7 @@ export interface PlatformRouteTableOptions {
 /**
  * The router's routes on the platform: `<app>.<platform domain>` belongs to that app when it
  * exists, any other host name to the app that added it as a domain; the targets are the app's
- * `web` processes that are up, as the scheduler reports them (none with a scheduler that runs
+ * `web` processes that are up (or its `cmd` containers, an image's own command, when it has no `web`), as the scheduler reports them (none with a scheduler that runs
  * nothing). The app of a host name is remembered for a second, so that a busy app does not
  * cost a database read per request; its processes are asked for every time.
  */
@@ -51,7 +51,9 @@ export class PlatformRouteTable implements RouteTable {
     if (name === null) return null;
     const app = await this.appOf(name);
     if (app === null) return null;
-    const targets = this.processes === null ? [] : await this.processes.endpoints(app, 'web');
+    let targets = this.processes === null ? [] : await this.processes.endpoints(app, 'web');
+    // An image deployed without a Procfile runs its own command as the type `cmd`: it serves the app then.
+    if (targets.length === 0 && this.processes !== null) targets = await this.processes.endpoints(app, 'cmd');
     return { app, targets: targets.map((target) => ({ host: target.host, port: target.port })) };
   }
 

@@ -8,9 +8,10 @@ import { generateSecretKey } from '@svc/crypto-node';
 import { httpServerOptions } from '@svc/http-express';
 import { createDatabase, type Database } from '@svc/persistence-typeorm';
 import type { ProcessScheduler, SandboxStatus } from '@svc/scheduler-process';
+import { createEngine, pingEngine, type DockerScheduler } from '@svc/scheduler-docker';
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
 import { compose, type GitSetup } from './composition';
-import { UNSAFE_SWITCH, type ServerConfig } from './config';
+import { UNSAFE_SWITCH, type SchedulerKind, type ServerConfig } from './config';
 
 /** A started controller. */
 export interface RunningServer {
@@ -23,6 +24,10 @@ export interface RunningServer {
   scheduler: Scheduler;
   /** With SCHEDULER=process, the scheduler that runs the apps' processes (endpoints of `up` processes); else null. */
   processScheduler: ProcessScheduler | null;
+  /** With SCHEDULER=docker (or picked), the scheduler that runs the apps' containers on the engine; else null. */
+  dockerScheduler: DockerScheduler | null;
+  /** The scheduler in use: SCHEDULER, or the one picked when it is unset. */
+  schedulerKind: SchedulerKind;
   /** The port of the git SSH server (`git push` deploys); null when GIT_SSH_PORT is `off`. */
   gitPort: number | null;
   /** The router's HTTP port (app traffic); null when ROUTER_PORT is `off`. */
@@ -126,6 +131,29 @@ async function sweepDeploys(useCases: UseCases, logger: Logger): Promise<void> {
   }
 }
 
+/** How long the start-up waits for a Docker engine to answer when SCHEDULER is unset. */
+const ENGINE_PING_TIMEOUT_MS = 2000;
+
+/**
+ * The scheduler to use: SCHEDULER when set; when unset, `docker` if an engine answers at
+ * DOCKER_HOST (default unix:///var/run/docker.sock) within two seconds, else `process`.
+ * Logs which one and why.
+ */
+export async function pickScheduler(config: ServerConfig, logger: Logger): Promise<SchedulerKind> {
+  if (config.scheduler !== 'auto') return config.scheduler;
+  const where = config.docker.host ?? 'unix:///var/run/docker.sock';
+  const reason = await pingEngine(createEngine(config.docker.host), ENGINE_PING_TIMEOUT_MS);
+  if (reason === null) {
+    logger.info({ scheduler: 'docker', dockerHost: where }, `SCHEDULER is unset: using the Docker scheduler, a Docker engine answers at ${where}`);
+    return 'docker';
+  }
+  logger.info(
+    { scheduler: 'process', dockerHost: where, reason },
+    `SCHEDULER is unset: using the process scheduler, no Docker engine answers at ${where} (${reason})`,
+  );
+  return 'process';
+}
+
 /** Starts the controller: database (migrated), composition, HTTP listener. */
 export async function startServer(config: ServerConfig, logger: Logger): Promise<RunningServer> {
   const dataDir = resolve(config.dataDir);
@@ -157,12 +185,27 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   // Ends log follow streams at shutdown: they would otherwise hold the stop up to its timeout.
   const shutdown = new AbortController();
   let sandbox: SandboxStatus | null = null;
-  const { app, scheduler, processScheduler, useCases, gitServer, router } = compose({
+  let schedulerKind: SchedulerKind;
+  try {
+    schedulerKind = await pickScheduler(config, logger);
+  } catch (error) {
+    await database.close();
+    throw error;
+  }
+  const { app, scheduler, processScheduler, dockerScheduler, useCases, gitServer, router } = compose({
     database,
     secretKey,
     logDirectory: join(dataDir, 'logs'),
     logStore: shared ? database.createLogStore() : undefined,
-    scheduler: config.scheduler,
+    scheduler: schedulerKind,
+    docker: {
+      ...config.docker,
+      // Containers may call other apps through the router's fixed ports, nothing else of this host.
+      hostPortsAllowed: [config.routerPort, config.routerTlsPort].filter((port): port is number => port !== null && port > 0),
+      startTimeoutMs: config.processes.healthcheckTimeoutMs,
+      stopTimeoutMs: config.processes.stopTimeoutMs,
+      onWarning: (message) => logger.warn({ scheduler: 'docker' }, message),
+    },
     processes: {
       dataDir,
       portRange: config.processes.portRange,
@@ -185,6 +228,8 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
 
   const stopProcesses = async (): Promise<void> => {
     await processScheduler?.shutdown();
+    // The apps' engine containers keep running: the next controller process adopts them.
+    await dockerScheduler?.shutdown();
   };
 
   // Leftovers of an earlier controller process that was killed go before any port is bound.
@@ -211,6 +256,20 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   // process can clean up once it expires: look for such leases once per lease period.
   const sweep = shared ? setInterval(() => void sweepDeploys(useCases, logger), config.settings.deployLeaseSeconds * 1000) : null;
   sweep?.unref();
+  if (dockerScheduler !== null) {
+    // Containers still running from the previous controller process are adopted as they are
+    // (same spec: not restarted); then those the controller no longer records are removed.
+    try {
+      await dockerScheduler.prepare();
+      const { restored } = await useCases.restoreContainers.execute();
+      const reaped = await dockerScheduler.reapOrphans();
+      logger.info({ restored, reaped }, 'restored the apps\' containers on the Docker engine');
+    } catch (error) {
+      await stopProcesses();
+      await database.close();
+      throw error;
+    }
+  }
 
   // Requests and responses are born with Express's prototypes: see httpServerOptions.
   const server = createServer(httpServerOptions(app), app);
@@ -301,5 +360,5 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     })();
     return closing;
   };
-  return { url, port: address.port, close, scheduler, processScheduler, gitPort, routerPort, routerTlsPort, sandbox };
+  return { url, port: address.port, close, scheduler, processScheduler, dockerScheduler, schedulerKind, gitPort, routerPort, routerTlsPort, sandbox };
 }

@@ -45,9 +45,9 @@ describe('loadConfig', () => {
     });
   });
 
-  it('runs apps as processes by default, on ports 20000-29999, with 30 s to come up and 10 s to stop', () => {
+  it('picks the scheduler at start-up by default; processes on ports 20000-29999, with 30 s to come up and 10 s to stop', () => {
     expect(loadConfig({})).toMatchObject({
-      scheduler: 'process',
+      scheduler: 'auto',
       processes: { portRange: { from: 20000, to: 29999 }, healthcheckTimeoutMs: 30_000, stopTimeoutMs: 10_000 },
     });
   });
@@ -83,6 +83,21 @@ describe('loadConfig', () => {
     });
     expect(loadConfig({ UNSAFE_SINGLE_USER_DEV: '1' }).processes.sandbox).toBeNull();
     expect(loadConfig({ UNSAFE_SINGLE_USER_DEV: 'false' }).processes.sandbox).not.toBeNull();
+  });
+
+  it('reads the Docker scheduler settings: isolated defaults, DOCKER_HOST the Docker way', () => {
+    expect(loadConfig({ SCHEDULER: 'docker' })).toMatchObject({
+      scheduler: 'docker',
+      docker: { host: null, network: 'svc-apps', bridge: 'svc-apps0', instance: 'default', user: '65534:65534', pidsLimit: 256, readonlyRootfs: false, pullPolicy: 'missing', guardHost: true, defaultMemory: '1G', defaultCpu: 1024 },
+    });
+    expect(loadConfig({ DOCKER_DEFAULT_MEMORY: 'none', DOCKER_DEFAULT_CPU: '0' }).docker).toMatchObject({ defaultMemory: null, defaultCpu: null });
+    expect(() => loadConfig({ DOCKER_DEFAULT_MEMORY: 'lots' })).toThrow(/^DOCKER_DEFAULT_MEMORY: /);
+    expect(loadConfig({ DOCKER_HOST: 'tcp://10.0.0.5:2375' }).docker.host).toBe('tcp://10.0.0.5:2375');
+    expect(() => loadConfig({ DOCKER_HOST: 'ftp://x' })).toThrow(/^DOCKER_HOST: /);
+    expect(() => loadConfig({ DOCKER_USER: '0' })).toThrow(/^DOCKER_USER: .*other than root/);
+    expect(() => loadConfig({ DOCKER_USER: '1000:0' })).toThrow(/^DOCKER_USER: /);
+    expect(() => loadConfig({ DOCKER_BRIDGE: 'a-bridge-name-too-long' })).toThrow(/^DOCKER_BRIDGE: /);
+    expect(() => loadConfig({ SCHEDULER: 'kubernetes' })).toThrow(/^SCHEDULER: must be one of auto, process, docker, memory/);
   });
 
   it('accepts the memory scheduler, which the e2e suites and load tests use', () => {
@@ -299,14 +314,16 @@ describe('loadConfig: the router', () => {
 });
 
 describe('loadConfig: image builds', () => {
-  it('builds no images by default: pushed commits run from their checkout', () => {
-    expect(loadConfig({}).imageBuilds).toBeNull();
+  it('builds images unless the process or memory scheduler is chosen: then pushed commits run from their checkout', () => {
+    expect(loadConfig({}).imageBuilds).not.toBeNull();
+    expect(loadConfig({ SCHEDULER: 'docker' }).imageBuilds).not.toBeNull();
     expect(loadConfig({ SCHEDULER: 'memory' }).imageBuilds).toBeNull();
+    expect(loadConfig({ SCHEDULER: 'process' }).imageBuilds).toBeNull();
+    expect(loadConfig({ SCHEDULER: 'docker', IMAGE_BUILDER: 'none' }).imageBuilds).toBeNull();
   });
 
   it('reads the builder\'s engine, stack image and limits, with their defaults', () => {
     expect(loadConfig({ SCHEDULER: 'memory', IMAGE_BUILDER: 'docker' }).imageBuilds).toEqual({
-      dockerHost: 'unix:///var/run/docker.sock',
       stackImage: 'svc/stack:latest',
       timeoutMs: 600_000,
       memoryBytes: 1024 * 1024 * 1024,
@@ -325,7 +342,6 @@ describe('loadConfig: image builds', () => {
       BUILD_CONTEXT_LIMIT_MB: '64',
       BUILD_NETWORK: 'builds',
     }).imageBuilds).toEqual({
-      dockerHost: 'tcp://127.0.0.1:2375',
       stackImage: 'registry.local:5000/stacks/node:20',
       timeoutMs: 120_000,
       memoryBytes: 512 * 1024 * 1024,
@@ -337,7 +353,7 @@ describe('loadConfig: image builds', () => {
 
   it('names the variable of a value it cannot use', () => {
     const builds = { SCHEDULER: 'memory', IMAGE_BUILDER: 'docker' };
-    expect(failureOf({ IMAGE_BUILDER: 'docker' })?.message).toMatch(/^IMAGE_BUILDER: cannot be docker with SCHEDULER=process/);
+    expect(failureOf({ SCHEDULER: 'process', IMAGE_BUILDER: 'docker' })?.message).toMatch(/^IMAGE_BUILDER: cannot be docker with SCHEDULER=process/);
     expect(failureOf({ IMAGE_BUILDER: 'kaniko' })?.message).toMatch(/^IMAGE_BUILDER: must be one of docker, none/);
     expect(failureOf({ ...builds, DOCKER_HOST: 'ssh://host' })?.message).toMatch(/^DOCKER_HOST:/);
     expect(failureOf({ ...builds, STACK_IMAGE: 'Not An Image' })?.message).toMatch(/^STACK_IMAGE:/);

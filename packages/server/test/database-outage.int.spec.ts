@@ -32,6 +32,8 @@ if (TEST_DATABASE_URL === null) {
       // The server reaches the database through a forwarder the test can cut: the real server keeps running.
       proxy = await TcpProxy.start(target.hostname, Number(target.port || 5432));
       const config = loadConfig({
+        // What the default was before the start-up pick: this test is about the database.
+        SCHEDULER: 'process',
         DATABASE_URL: proxy.rewrite(scratch.url),
         DATA_DIR: dataDir,
         HOST: '127.0.0.1',

@@ -1,14 +1,15 @@
 import { FakeSecretBox, InMemoryUnitOfWork, aCertificate, aDomain, aUser, anApp } from '@svc/core/testing';
 import { PlatformRouteTable, StoredCertificates, type EndpointSource } from '../src/routing';
 
-/** A process scheduler stand-in: the web endpoints of each app, and who asked. */
+/** A scheduler stand-in: the web (and cmd) endpoints of each app, and who asked. */
 class FakeEndpoints implements EndpointSource {
   readonly byApp = new Map<string, Array<{ host: string; port: number }>>();
+  readonly cmdByApp = new Map<string, Array<{ host: string; port: number }>>();
   readonly asked: string[] = [];
 
   endpoints(app: string, type: string): Array<{ host: string; port: number }> {
     this.asked.push(`${app}/${type}`);
-    return this.byApp.get(app) ?? [];
+    return (type === 'cmd' ? this.cmdByApp : this.byApp).get(app) ?? [];
   }
 }
 
@@ -33,6 +34,15 @@ describe('PlatformRouteTable', () => {
       targets: [{ host: '127.0.0.1', port: 20001 }, { host: '127.0.0.1', port: 20002 }],
     });
     expect(processes.asked).toEqual(['myapp/web']);
+  });
+
+  it("routes to the app's cmd containers (an image's own command) when it has no web container", async () => {
+    const processes = new FakeEndpoints();
+    processes.cmdByApp.set('myapp', [{ host: '10.1.0.2', port: 5000 }]);
+    const table = new PlatformRouteTable(await store(), 'apps.test', processes);
+
+    expect(await table.resolve('myapp.apps.test')).toEqual({ app: 'myapp', targets: [{ host: '10.1.0.2', port: 5000 }] });
+    expect(processes.asked).toEqual(['myapp/web', 'myapp/cmd']);
   });
 
   it('routes a custom domain to the app that added it', async () => {

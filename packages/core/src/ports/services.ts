@@ -41,7 +41,8 @@ export interface RunResult {
 
 /**
  * Runs containers. Any method may throw; the core turns a failure into a 503 and undoes
- * what the operation had started.
+ * what the operation had started, except a DomainError of kind `invalid` from `start` (the
+ * request's own fault, e.g. an image that no registry has), which is answered as it is.
  */
 export interface Scheduler {
   /** Creates and starts a container; resolves with its state once it is up. */

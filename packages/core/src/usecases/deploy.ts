@@ -1,4 +1,4 @@
-import { NoBuild, NotFound, Unavailable } from '../errors';
+import { DomainError, NoBuild, NotFound, Unavailable } from '../errors';
 import type { App, Build, Config, Container, Release, Structure } from '../model/entities';
 import type { Repositories } from '../ports/repositories';
 import type { ContainerSpec } from '../ports/services';
@@ -55,8 +55,12 @@ export function containerSpec(app: App, state: ReleaseState & { build: Build }, 
   };
 }
 
-/** The core's answer when the scheduler fails: a 503 that says what failed. */
-export function schedulerFailure(action: string, error: unknown): Unavailable {
+/**
+ * The core's answer when the scheduler fails: the request's own fault (kind `invalid`, e.g. an
+ * image no registry has) as it is, anything else a 503 that says what failed.
+ */
+export function schedulerFailure(action: string, error: unknown): DomainError {
+  if (DomainError.is(error) && error.kind === 'invalid') return error;
   const reason = error instanceof Error && error.message ? error.message : 'unknown error';
   return new Unavailable('SCHEDULER.FAILED', `The scheduler failed to ${action}: ${reason}`);
 }

@@ -1,33 +1,142 @@
+/// <reference types="jest" />
 import type Docker from 'dockerode';
-import { dockerAt } from '../../src';
+import type { LogEntry, LogStore } from '@svc/core';
+import { InMemoryLogStore } from '@svc/core/testing';
+import { DockerScheduler, LABELS, createEngine, pingEngine, unguardHostFromBridge, type DockerSchedulerOptions } from '../../src';
 
-/** The engine the integration tests use (`TEST_DOCKER_HOST`), or null when they are not to run. */
+/** The engine the Docker tests use (`TEST_DOCKER_HOST`), or null when they are not to run. */
 export const TEST_DOCKER_HOST: string | null = process.env.TEST_DOCKER_HOST?.trim() ? process.env.TEST_DOCKER_HOST.trim() : null;
-
-/** The images CI's engine script makes (`.ci/docker-engine.sh`): busybox's applets, and the host's node with its libraries. */
-export const BUSYBOX_IMAGE = 'svc-test/busybox:1';
-export const NODE_IMAGE = 'svc-test/node:20';
+/** A registry on loopback the engine can pull from (`TEST_REGISTRY`, host:port), or null. */
+export const TEST_REGISTRY: string | null = process.env.TEST_REGISTRY?.trim() ? process.env.TEST_REGISTRY.trim() : null;
+/** The busybox image `.ci/docker-engine.sh` makes. */
+export const BUSYBOX = 'svc-test/busybox:1';
+/** The node image `.ci/docker-engine.sh` makes. */
+export const NODE = 'svc-test/node:20';
 
 /**
- * A describe block that needs a Docker engine: without `TEST_DOCKER_HOST` it says why it
- * does not run and is skipped, except under CI=true, where it fails.
+ * `describe` when TEST_DOCKER_HOST is set; else a note saying why the tests did not run and,
+ * under CI=true, a failing test (CI must start an engine).
  */
-export function describeWithEngine(name: string, body: (docker: () => Docker) => void): void {
-  if (TEST_DOCKER_HOST === null) {
-    if (process.env.CI === 'true') {
-      describe(name, () => {
-        it('needs a Docker engine', () => {
-          throw new Error('TEST_DOCKER_HOST is not set, and CI=true requires these tests to run');
-        });
-      });
-      return;
-    }
-    process.stderr.write(`${name}: skipped, TEST_DOCKER_HOST is not set (e.g. unix:///run/svcdev-docker/docker.sock)\n`);
-    describe.skip(name, () => body(() => {
-      throw new Error('no engine');
-    }));
+export function describeWithEngine(title: string, body: () => void): void {
+  if (TEST_DOCKER_HOST !== null) {
+    describe(title, body);
     return;
   }
-  const docker = dockerAt(TEST_DOCKER_HOST);
-  describe(name, () => body(() => docker));
+  if (process.env.CI === 'true') {
+    describe(title, () => {
+      it('needs a Docker engine: TEST_DOCKER_HOST is not set (.ci/docker-engine.sh starts one)', () => {
+        throw new Error('TEST_DOCKER_HOST is not set under CI=true');
+      });
+    });
+    return;
+  }
+  process.stdout.write(`${title}: not run, set TEST_DOCKER_HOST (e.g. unix:///run/svcdev-docker/docker.sock) to run them.\n`);
+  describe.skip(`${title} (skipped: TEST_DOCKER_HOST is not set)`, body);
+}
+
+/**
+ * `it` when TEST_REGISTRY is set; else a note saying why the test did not run and, under
+ * CI=true, a failing test.
+ */
+export function itWithRegistry(title: string, body: () => Promise<void>, timeoutMs?: number): void {
+  if (TEST_REGISTRY !== null) {
+    it(title, body, timeoutMs);
+  } else if (process.env.CI === 'true') {
+    it(`${title} (needs TEST_REGISTRY)`, () => {
+      throw new Error('TEST_REGISTRY is not set under CI=true (.ci/docker-engine.sh starts a registry)');
+    });
+  } else {
+    process.stdout.write(`${title}: not run, set TEST_REGISTRY (host:port of a registry the engine can pull from) to run it.\n`);
+    it.skip(`${title} (skipped: TEST_REGISTRY is not set)`, body);
+  }
+}
+
+/** A scheduler on its own network, bridge and instance label, and how to remove all of it. */
+export interface TestScheduler {
+  docker: Docker;
+  logs: InMemoryLogStore;
+  scheduler: DockerScheduler;
+  options: DockerSchedulerOptions;
+  /** A second scheduler with the same settings (a restarted controller). */
+  again(): DockerScheduler;
+  lines(app: string): Promise<string[]>;
+  /** Waits until a line of the app's log matches. */
+  waitForLine(app: string, pattern: RegExp, timeoutMs?: number): Promise<string>;
+  cleanUp(): Promise<void>;
+}
+
+let counter = 0;
+
+/** Makes a scheduler for one test file; `cleanUp` removes its containers, network and host guard. */
+export async function testScheduler(overrides: Partial<DockerSchedulerOptions> = {}): Promise<TestScheduler> {
+  const docker = createEngine(TEST_DOCKER_HOST);
+  const reason = await pingEngine(docker, 5000);
+  if (reason !== null) throw new Error(`the Docker engine at ${TEST_DOCKER_HOST ?? ''} does not answer: ${reason}`);
+  counter++;
+  const tag = `${process.pid.toString(36)}${counter}`;
+  const logs = new InMemoryLogStore();
+  const warnings: string[] = [];
+  const options: DockerSchedulerOptions = {
+    docker,
+    logs,
+    instance: `test-${tag}`,
+    network: `svc-test-${tag}`,
+    bridge: `svct${tag}`.slice(0, 15),
+    startTimeoutMs: 20_000,
+    settleMs: 500,
+    stopTimeoutMs: 2000,
+    backoff: { initialMs: 200, maxMs: 2000 },
+    pidsLimit: 64,
+    onWarning: (message) => warnings.push(message),
+    ...overrides,
+  };
+  const made: DockerScheduler[] = [];
+  const make = (): DockerScheduler => {
+    const scheduler = new DockerScheduler(options);
+    made.push(scheduler);
+    return scheduler;
+  };
+  const lines = async (app: string): Promise<string[]> => (await logs.tail(app, 10_000)).map((e: LogEntry) => `${e.source}: ${e.message}`);
+  return {
+    docker,
+    logs,
+    scheduler: make(),
+    options,
+    again: make,
+    lines,
+    async waitForLine(app, pattern, timeoutMs = 20_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = (await lines(app)).find((line) => pattern.test(line));
+        if (found !== undefined) return found;
+        if (Date.now() > deadline) throw new Error(`no line of ${app}'s log matched ${pattern} within ${timeoutMs} ms:\n${(await lines(app)).join('\n')}`);
+        await new Promise((done) => setTimeout(done, 100));
+      }
+    },
+    async cleanUp() {
+      await Promise.all(made.map((s) => s.shutdown()));
+      const leftovers = await docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${options.instance ?? ''}`] } });
+      await Promise.all(leftovers.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+      await docker.getNetwork(options.network ?? '').remove().catch(() => undefined);
+      await unguardHostFromBridge(options.bridge ?? '');
+    },
+  };
+}
+
+/** A log store that only records appends (what the scheduler needs). */
+export type AppendOnly = Pick<LogStore, 'append'>;
+
+/** The image names as the image builder's tests spell them. */
+export const BUSYBOX_IMAGE = BUSYBOX;
+export const NODE_IMAGE = NODE;
+
+/** Like {@link describeWithEngine}, handing the body a getter of the test engine's client. */
+export function describeWithEngineClient(title: string, body: (docker: () => Docker) => void): void {
+  let docker: Docker | null = null;
+  const client = (): Docker => {
+    if (TEST_DOCKER_HOST === null) throw new Error('TEST_DOCKER_HOST is not set');
+    docker ??= createEngine(TEST_DOCKER_HOST);
+    return docker;
+  };
+  describeWithEngine(title, () => body(client));
 }

@@ -9,6 +9,7 @@ import { describeUnitOfWork } from './unit-of-work';
 
 export type { OpenedStore, OpenStore } from './fixtures';
 export { describeLogStoreContract, type OpenedLogStore, type OpenLogStore } from './log-store';
+export { CONTRACT_RUN_TIMEOUT_EXIT_CODE, describeSchedulerContract, type OpenedScheduler, type SchedulerContractSetup } from './scheduler';
 
 /**
  * Registers the shared contract tests of every repository port and of the unit of work

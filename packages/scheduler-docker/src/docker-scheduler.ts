@@ -1,0 +1,825 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type Docker from 'dockerode';
+import { RequestRejected, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
+import {
+  CappedOutput,
+  FrameDemultiplexer,
+  LABELS,
+  LineSplitter,
+  engineReason,
+  engineStatus,
+  memoryBytes,
+  nanoCpusForShares,
+  type OutputStream,
+} from './engine';
+import { guardHostFromBridge } from './host-guard';
+import { BatchedLogWriter } from './log-writer';
+import { acceptsConnections, healthcheckUrl, httpStatus } from './readiness';
+
+/** The source of the lines the scheduler itself writes to an app's log. */
+export const SCHEDULER_LOG_SOURCE = 'svc[scheduler]';
+/** The exit code reported for a one-off command stopped by its timeout (as `timeout(1)` does). */
+export const RUN_TIMEOUT_EXIT_CODE = 124;
+/** The port an app listens on inside its container when neither its config (PORT) nor its image (EXPOSE) names one. */
+export const DEFAULT_CONTAINER_PORT = 5000;
+
+/** How a DockerScheduler isolates and supervises containers. */
+export interface DockerSchedulerOptions {
+  /** The engine client (shared with the image builder). */
+  docker: Docker;
+  /** Where container output, pull progress and the scheduler's own events go. */
+  logs: Pick<LogStore, 'append'>;
+  clock?: Clock;
+  /** Names this controller on the engine (label `svc.instance`): containers of another instance are never touched. Default `default`. */
+  instance?: string;
+  /** The platform's network every container joins. Default `svc-apps`. */
+  network?: string;
+  /** The Linux bridge of that network when the scheduler creates it (at most 15 characters). Default `svc-apps0`. */
+  bridge?: string;
+  /**
+   * Drop traffic from the network to this host (iptables INPUT rules, installed at the first
+   * start; needs root on the engine's machine). Default true.
+   */
+  guardHost?: boolean;
+  /** Host ports containers may still open connections to (the router's, for app-to-app calls). */
+  hostPortsAllowed?: number[];
+  /** Called with what the operator should know (a guard that could not be installed, a network without isolation). */
+  onWarning?: (message: string) => void;
+  /** `uid[:gid]` every container runs as, whatever the image says. Default `65534:65534` (nobody). */
+  user?: string;
+  /** Most processes and threads in one container. Default 256. */
+  pidsLimit?: number;
+  /** Mount the image's root file system read-only (with a writable /tmp). Default false. */
+  readonlyRootfs?: boolean;
+  /**
+   * The memory limit of containers whose app sets none, and of one-off commands (e.g. `1G`).
+   * Default `1G`; null: none (a container may then take all the host's memory).
+   */
+  defaultMemory?: string | null;
+  /** The CPU limit (shares, 1024 = one CPU) of containers whose app sets none, and of one-off commands. Default 1024; null: none. */
+  defaultCpu?: number | null;
+  /** `missing`: pull only images the engine does not have (default); `always`: pull before every release's first container. */
+  pullPolicy?: 'missing' | 'always';
+  /** How long a `web` container has to accept connections on PORT (or answer HEALTHCHECK_URL 2xx). Default 30000. */
+  startTimeoutMs?: number;
+  /** How long a container of another type must keep running to count as up. Default 1000. */
+  settleMs?: number;
+  /** Seconds from SIGTERM to SIGKILL when a container stops, in ms. Default 10000. */
+  stopTimeoutMs?: number;
+  /** Back-off of crash restarts. */
+  backoff?: { initialMs?: number; maxMs?: number; resetAfterMs?: number };
+  /** How often readiness is checked while a container starts. Default 100. */
+  probeIntervalMs?: number;
+}
+
+/** Where a container of an app can be reached. */
+export interface Endpoint {
+  host: string;
+  port: number;
+}
+
+interface Managed {
+  readonly spec: ContainerSpec;
+  readonly label: string;
+  readonly digest: string;
+  engineId: string | null;
+  address: string | null;
+  port: number;
+  state: ContainerState;
+  stopping: boolean;
+  stopped: Promise<void> | null;
+  launch: Promise<void> | null;
+  upSince: number | null;
+  failures: number;
+  restartTimer: NodeJS.Timeout | null;
+  lastLine: string | null;
+  /** Ends the log stream and the wait of the current engine container. */
+  watch: AbortController | null;
+  logsEnded: Promise<void> | null;
+  /** The engine container that was seen to exit, with its code (the wait may end before the container counts as up). */
+  exitSeen: { engineId: string; code: number | null } | null;
+  forgotten: boolean;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
+const messageOf = (error: unknown): string => engineReason(error);
+const systemClock: Clock = { now: () => new Date() };
+const formatSeconds = (ms: number): string => `${Number((ms / 1000).toFixed(1))} s`;
+
+/** A pull failed for a reason that is the request's (no such image, bad reference), not the platform's: answered 400. */
+export class ImageNotFound extends RequestRejected {
+  constructor(message: string) {
+    super('IMAGE.NOT_FOUND', message);
+  }
+}
+
+/**
+ * A scheduler that runs each container of a release as a Docker Engine container of the
+ * release's image, isolated (non-root user, no capabilities, no-new-privileges, pids,
+ * memory and CPU limits, a network of the platform's own), supervised (crash restarts with
+ * back-off, out-of-memory kills reported), and its output followed into the app's log.
+ */
+export class DockerScheduler implements Scheduler {
+  private readonly docker: Docker;
+  private readonly log: BatchedLogWriter;
+  private readonly instance: string;
+  private readonly network: string;
+  private readonly bridge: string;
+  private readonly guard: boolean;
+  private readonly hostPortsAllowed: number[];
+  private readonly warn: (message: string) => void;
+  private readonly user: string;
+  private readonly pidsLimit: number;
+  private readonly readonlyRootfs: boolean;
+  private readonly pullPolicy: 'missing' | 'always';
+  private readonly defaultMemory: string | null;
+  private readonly defaultCpu: number | null;
+  private readonly startTimeoutMs: number;
+  private readonly settleMs: number;
+  private readonly stopTimeoutMs: number;
+  private readonly backoff: { initialMs: number; maxMs: number; resetAfterMs: number };
+  private readonly probeIntervalMs: number;
+  private readonly containers = new Map<string, Managed>();
+  private readonly runs = new Map<string, Docker.Container>();
+  private readonly pulls = new Map<string, Promise<void>>();
+  private readonly pulledForRelease = new Set<string>();
+  private prepared: Promise<void> | null = null;
+  private closing: Promise<void> | null = null;
+
+  constructor(options: DockerSchedulerOptions) {
+    this.docker = options.docker;
+    this.log = new BatchedLogWriter(options.logs, options.clock ?? systemClock);
+    this.instance = options.instance ?? 'default';
+    this.network = options.network ?? 'svc-apps';
+    this.bridge = options.bridge ?? 'svc-apps0';
+    this.guard = options.guardHost ?? true;
+    this.hostPortsAllowed = options.hostPortsAllowed ?? [];
+    this.warn = options.onWarning ?? (() => undefined);
+    this.user = options.user ?? '65534:65534';
+    this.pidsLimit = options.pidsLimit ?? 256;
+    this.readonlyRootfs = options.readonlyRootfs ?? false;
+    this.pullPolicy = options.pullPolicy ?? 'missing';
+    this.defaultMemory = options.defaultMemory === undefined ? '1G' : options.defaultMemory;
+    memoryBytes(this.defaultMemory);
+    this.defaultCpu = options.defaultCpu === undefined ? 1024 : options.defaultCpu;
+    this.startTimeoutMs = options.startTimeoutMs ?? 30_000;
+    this.settleMs = options.settleMs ?? 1000;
+    this.stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
+    this.backoff = {
+      initialMs: options.backoff?.initialMs ?? 1000,
+      maxMs: options.backoff?.maxMs ?? 60_000,
+      resetAfterMs: options.backoff?.resetAfterMs ?? 60_000,
+    };
+    this.probeIntervalMs = options.probeIntervalMs ?? 100;
+  }
+
+  /**
+   * Creates the platform network (no traffic between containers) and the host guard, once;
+   * called by the first start or run, or at start-up to fail early.
+   */
+  prepare(): Promise<void> {
+    this.prepared ??= this.setUp().catch((error: unknown) => {
+      this.prepared = null;
+      throw error;
+    });
+    return this.prepared;
+  }
+
+  /**
+   * Starts a container of the spec's image and resolves with `up` once it is: a `web`
+   * container when its PORT accepts connections (or HEALTHCHECK_URL answers 2xx), another
+   * type once it has kept running for a moment. The image is pulled first when the engine
+   * lacks it. A container of this id that an earlier controller process left running from the
+   * very same spec is adopted, not restarted. Starting a known id restarts it.
+   * @throws Error with the reason (the engine's, the pull's, the last output) when it is not up; nothing of it is left.
+   */
+  async start(spec: ContainerSpec): Promise<ContainerState> {
+    this.assertOpen();
+    if (this.containers.has(spec.id)) await this.stop(spec.id);
+    this.assertOpen();
+    const managed: Managed = {
+      spec,
+      label: `${spec.type}.${spec.num} (v${spec.release})`,
+      digest: this.digest(spec),
+      engineId: null,
+      address: null,
+      port: DEFAULT_CONTAINER_PORT,
+      state: 'created',
+      stopping: false,
+      stopped: null,
+      launch: null,
+      upSince: null,
+      failures: 0,
+      restartTimer: null,
+      lastLine: null,
+      watch: null,
+      logsEnded: null,
+      exitSeen: null,
+      forgotten: false,
+    };
+    this.containers.set(spec.id, managed);
+    try {
+      memoryBytes(spec.memory);
+      await this.prepare();
+      if (await this.adopt(managed)) return managed.state;
+      if (managed.stopping) throw new Error('it was stopped before it was up');
+      managed.launch = this.launch(managed);
+      await managed.launch;
+    } catch (error) {
+      const reason = messageOf(error);
+      if (!managed.stopping) this.event(spec.app, `${managed.label} did not start: ${reason}`);
+      await this.removeEngineContainer(managed);
+      this.forget(managed);
+      await this.log.flushApp(spec.app);
+      if (error instanceof ImageNotFound) throw error;
+      throw new Error(reason);
+    } finally {
+      managed.launch = null;
+    }
+    return managed.state;
+  }
+
+  /** Stops (SIGTERM, SIGKILL after the stop timeout) and removes the container; unknown ids are fine. */
+  async stop(id: string): Promise<void> {
+    const managed = this.containers.get(id);
+    if (!managed) {
+      // A container of this id that an earlier controller process left behind.
+      await this.removeByName(containerName(id));
+      return;
+    }
+    managed.stopped ??= this.halt(managed, 'stopped');
+    await managed.stopped;
+  }
+
+  /**
+   * Runs a one-off command in a new container of the release's image, isolated like the
+   * app's containers, waits for it and removes it. Output (stdout and stderr) is capped at the
+   * spec's limit; a command still running at its timeout is killed and reported with exit code 124.
+   * @throws Error when the container cannot be created (image, engine).
+   */
+  async run(spec: RunSpec): Promise<RunResult> {
+    this.assertOpen();
+    await this.prepare();
+    const image = await this.image(spec.app, spec.image, spec.release);
+    const name = `svc-run-${randomUUID()}`;
+    const port = this.portFor(spec.env, image);
+    const created = await this.docker.createContainer({
+      name,
+      Image: spec.image,
+      Entrypoint: ['/bin/sh', '-c'],
+      Cmd: [spec.command],
+      Env: environment(spec.env, port),
+      User: this.user,
+      Labels: { [LABELS.instance]: this.instance, [LABELS.app]: spec.app, [LABELS.type]: 'run', [LABELS.release]: String(spec.release) },
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: false,
+      OpenStdin: false,
+      HostConfig: this.hostConfig(null, null),
+    });
+    this.runs.set(name, created);
+    try {
+      const output = new CappedOutput(spec.outputLimitBytes);
+      const stream = (await created.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable;
+      const ended = new Promise<void>((done) => {
+        stream.once('end', done);
+        stream.once('close', done);
+        stream.once('error', () => done());
+      });
+      const demux = new FrameDemultiplexer((_stream, payload) => output.push(payload));
+      stream.on('data', (chunk: Buffer) => demux.push(chunk));
+      const waited = created.wait({ condition: 'next-exit' }) as Promise<{ StatusCode?: number }>;
+      await created.start();
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        void created.kill().catch(() => undefined);
+      }, spec.timeoutSeconds * 1000);
+      let status: { StatusCode?: number };
+      try {
+        status = await waited;
+      } finally {
+        clearTimeout(timer);
+      }
+      await Promise.race([ended, sleep(2000)]);
+      stream.destroy();
+      const notes = timedOut ? [`killed after the timeout of ${spec.timeoutSeconds} s`] : [];
+      return { exitCode: timedOut ? RUN_TIMEOUT_EXIT_CODE : (status.StatusCode ?? 1), output: output.text(notes) };
+    } finally {
+      this.runs.delete(name);
+      await created.remove({ force: true }).catch(() => undefined);
+    }
+  }
+
+  /** The current state of each known container; unknown ids are left out. */
+  async states(ids: string[]): Promise<Map<string, ContainerState>> {
+    const states = new Map<string, ContainerState>();
+    for (const id of ids) {
+      const managed = this.containers.get(id);
+      if (managed) states.set(id, managed.state);
+    }
+    return states;
+  }
+
+  /** Where the `up` containers of one process type of an app listen (their address on the platform network), in number order. */
+  endpoints(app: string, type: string): Endpoint[] {
+    return [...this.containers.values()]
+      .filter((c) => c.spec.app === app && c.spec.type === type && c.state === 'up' && c.address !== null)
+      .sort((a, b) => a.spec.num - b.spec.num)
+      .map((c) => ({ host: c.address as string, port: c.port }));
+  }
+
+  /**
+   * Removes the containers of this controller instance that no container of this process
+   * stands for (adopted or started since): those the controller no longer records, and
+   * one-off commands a stopped controller left. Call it at start-up after restoring. Resolves
+   * with how many it removed.
+   */
+  async reapOrphans(): Promise<number> {
+    const listed = await this.docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${this.instance}`] } });
+    const known = new Set([...this.containers.values()].map((c) => c.engineId));
+    let reaped = 0;
+    for (const info of listed) {
+      if (known.has(info.Id) || this.runs.has((info.Names[0] ?? '').replace(/^\//, ''))) continue;
+      const app = info.Labels[LABELS.app];
+      await this.docker
+        .getContainer(info.Id)
+        .remove({ force: true })
+        .then(() => {
+          reaped++;
+          if (app) this.event(app, `removed container ${info.Names[0]?.replace(/^\//, '') ?? info.Id} (${info.Labels[LABELS.type] ?? '?'}.${info.Labels[LABELS.num] ?? '?'}), which the controller no longer records`);
+        })
+        .catch(() => undefined);
+    }
+    await this.log.flush();
+    return reaped;
+  }
+
+  /**
+   * Refuses new work and lets go of the engine: follows and waits end, one-off commands are
+   * killed and removed, the apps' containers keep running (the next controller process
+   * adopts them). Calling it again returns the same promise.
+   */
+  shutdown(): Promise<void> {
+    this.closing ??= (async () => {
+      for (const managed of this.containers.values()) {
+        if (managed.restartTimer !== null) clearTimeout(managed.restartTimer);
+        managed.restartTimer = null;
+        managed.watch?.abort();
+      }
+      await Promise.all([...this.runs.values()].map((c) => c.remove({ force: true }).catch(() => undefined)));
+      await this.log.flush();
+    })();
+    return this.closing;
+  }
+
+  private assertOpen(): void {
+    if (this.closing !== null) throw new Error('the scheduler is shutting down');
+  }
+
+  private async setUp(): Promise<void> {
+    let network: Docker.NetworkInspectInfo | null = null;
+    try {
+      network = (await this.docker.getNetwork(this.network).inspect()) as Docker.NetworkInspectInfo;
+    } catch (error) {
+      if (engineStatus(error) !== 404) throw error;
+    }
+    if (network === null) {
+      try {
+        await this.docker.createNetwork({
+          Name: this.network,
+          Driver: 'bridge',
+          CheckDuplicate: true,
+          Options: { 'com.docker.network.bridge.enable_icc': 'false', 'com.docker.network.bridge.name': this.bridge },
+          Labels: { [LABELS.instance]: this.instance },
+        });
+      } catch (error) {
+        // Another controller created it meanwhile.
+        if (engineStatus(error) !== 409) throw error;
+      }
+      network = (await this.docker.getNetwork(this.network).inspect()) as Docker.NetworkInspectInfo;
+    }
+    const options = network.Options ?? {};
+    if (options['com.docker.network.bridge.enable_icc'] !== 'false') {
+      this.warn(`the network ${this.network} lets containers reach each other (com.docker.network.bridge.enable_icc is not false): remove it and let the scheduler create it`);
+    }
+    const bridge = options['com.docker.network.bridge.name'] ?? `br-${network.Id.slice(0, 12)}`;
+    if (this.guard) {
+      try {
+        await guardHostFromBridge(bridge, this.hostPortsAllowed);
+      } catch (error) {
+        this.warn(
+          `containers on ${this.network} can reach this host's services bound to all addresses through ${bridge}: ` +
+            `the iptables guard could not be installed (${messageOf(error)}); see docs/security.md`,
+        );
+      }
+    } else {
+      this.warn(`the host guard is off: containers on ${this.network} can reach this host's services bound to all addresses; see docs/security.md`);
+    }
+  }
+
+  /** The image's description, pulled first when needed (one pull per image at a time, progress in the app's log). */
+  private async image(app: string, image: string, release: number): Promise<Docker.ImageInspectInfo> {
+    const key = `${image}\n${release}`;
+    const mustPull = this.pullPolicy === 'always' && !this.pulledForRelease.has(key);
+    if (!mustPull) {
+      try {
+        return await this.docker.getImage(image).inspect();
+      } catch (error) {
+        if (engineStatus(error) !== 404) throw error;
+      }
+    }
+    let pull = this.pulls.get(image);
+    if (!pull) {
+      pull = this.pull(app, image).finally(() => this.pulls.delete(image));
+      this.pulls.set(image, pull);
+    }
+    await pull;
+    this.pulledForRelease.add(key);
+    return this.docker.getImage(image).inspect();
+  }
+
+  private async pull(app: string, image: string): Promise<void> {
+    this.event(app, `pulling image ${image}`);
+    let stream: NodeJS.ReadableStream;
+    try {
+      stream = (await this.docker.pull(image)) as NodeJS.ReadableStream;
+    } catch (error) {
+      throw pullFailure(image, error);
+    }
+    const seen = new Set<string>();
+    await new Promise<void>((resolve, reject) => {
+      let failure: string | null = null;
+      this.docker.modem.followProgress(
+        stream,
+        (error: Error | null) => {
+          if (error) reject(pullFailure(image, error));
+          else if (failure !== null) reject(pullFailure(image, new Error(failure)));
+          else resolve();
+        },
+        (event: { status?: string; id?: string; error?: string; errorDetail?: { message?: string }; progressDetail?: { total?: number } }) => {
+          if (event.error) {
+            failure = event.errorDetail?.message ?? event.error;
+            return;
+          }
+          // Byte counters would flood the log: one line per layer and status.
+          if (!event.status || event.progressDetail?.total) return;
+          const line = event.id ? `${event.id}: ${event.status}` : event.status;
+          if (seen.has(line)) return;
+          seen.add(line);
+          this.event(app, `pull ${image}: ${line}`);
+        },
+      );
+    });
+  }
+
+  /** Creates, starts and watches a fresh engine container for the spec; resolves once it is up. */
+  private async launch(managed: Managed): Promise<void> {
+    const { spec } = managed;
+    managed.state = 'created';
+    managed.lastLine = null;
+    await this.removeEngineContainer(managed);
+    const image = await this.image(spec.app, spec.image, spec.release);
+    if (managed.stopping) throw new Error('it was stopped before it was up');
+    const config = image.Config as { Cmd?: string[] | null; Entrypoint?: string[] | string | null } | undefined;
+    if (spec.command === null && !config?.Cmd?.length && !config?.Entrypoint?.length) {
+      throw new Error(`the image ${spec.image} has no command (CMD or ENTRYPOINT) and the build has no Procfile entry for ${spec.type}`);
+    }
+    managed.port = this.portFor(spec.env, image);
+    await this.removeByName(containerName(spec.id));
+    const container = await this.docker.createContainer({
+      name: containerName(spec.id),
+      Image: spec.image,
+      ...(spec.command === null ? {} : { Entrypoint: ['/bin/sh', '-c'], Cmd: [spec.command] }),
+      Env: environment(spec.env, managed.port),
+      User: this.user,
+      Labels: {
+        [LABELS.instance]: this.instance,
+        [LABELS.app]: spec.app,
+        [LABELS.type]: spec.type,
+        [LABELS.num]: String(spec.num),
+        [LABELS.release]: String(spec.release),
+        [LABELS.container]: spec.id,
+        [LABELS.spec]: managed.digest,
+      },
+      ExposedPorts: { [`${managed.port}/tcp`]: {} },
+      Tty: false,
+      OpenStdin: false,
+      HostConfig: this.hostConfig(spec.memory, spec.cpu),
+    });
+    managed.engineId = container.id;
+    if (managed.stopping) throw new Error('it was stopped before it was up');
+    await container.start();
+    const info = await container.inspect();
+    managed.address = addressOn(info, this.network);
+    await this.watch(managed, container, 0);
+    await this.waitUntilUp(managed, container);
+    managed.state = 'up';
+    managed.upSince = Date.now();
+    this.event(spec.app, `${managed.label} is up${spec.type === 'web' ? ` at ${managed.address ?? '?'}:${managed.port}` : ''}`);
+    // It may have exited between the last check and now: that is a crash.
+    const seen = managed.exitSeen;
+    if (seen !== null && seen.engineId === managed.engineId) void this.exited(managed, seen.engineId, seen.code);
+  }
+
+  /** Takes over a running container an earlier controller process started from the same spec; false when there is none. */
+  private async adopt(managed: Managed): Promise<boolean> {
+    const { spec } = managed;
+    let info: Docker.ContainerInspectInfo;
+    try {
+      info = await this.docker.getContainer(containerName(spec.id)).inspect();
+    } catch (error) {
+      if (engineStatus(error) === 404) return false;
+      throw error;
+    }
+    const labels = info.Config.Labels ?? {};
+    if (!info.State.Running || labels[LABELS.instance] !== this.instance || labels[LABELS.spec] !== managed.digest) return false;
+    const address = addressOn(info, this.network);
+    const port = Number(Object.keys(info.Config.ExposedPorts ?? {})[0]?.split('/')[0] ?? DEFAULT_CONTAINER_PORT);
+    if (spec.type === 'web' && (address === null || !(await acceptsConnections(address, port, 2000)))) return false;
+    managed.engineId = info.Id;
+    managed.address = address;
+    managed.port = port;
+    const container = this.docker.getContainer(info.Id);
+    await this.watch(managed, container, Math.floor(Date.now() / 1000));
+    managed.state = 'up';
+    managed.upSince = Date.now();
+    this.event(spec.app, `${managed.label} adopted: still running from before the controller restarted`);
+    return true;
+  }
+
+  /** Follows the container's output into the app's log and its exit into a crash. */
+  private async watch(managed: Managed, container: Docker.Container, since: number): Promise<void> {
+    const { spec } = managed;
+    const watch = new AbortController();
+    managed.watch = watch;
+    const source = `${spec.app}[${spec.type}.${spec.num}]`;
+    const lines: Record<OutputStream, LineSplitter> = { stdout: new LineSplitter(), stderr: new LineSplitter() };
+    const emit = (line: string): void => {
+      managed.lastLine = line;
+      this.log.write(spec.app, source, line);
+    };
+    const stream = (await container.logs({ follow: true, stdout: true, stderr: true, since, abortSignal: watch.signal })) as unknown as Readable;
+    const demux = new FrameDemultiplexer((which, payload) => lines[which].push(payload).forEach(emit));
+    stream.on('data', (chunk: Buffer) => demux.push(chunk));
+    managed.logsEnded = new Promise<void>((done) => {
+      const end = (): void => {
+        [...lines.stdout.end(), ...lines.stderr.end()].forEach(emit);
+        done();
+      };
+      stream.once('end', end);
+      stream.once('close', end);
+      stream.once('error', end);
+    });
+    watch.signal.addEventListener('abort', () => stream.destroy(), { once: true });
+    const engineId = container.id;
+    (container.wait({ abortSignal: watch.signal }) as Promise<{ StatusCode?: number }>).then(
+      (status) => {
+        managed.exitSeen = { engineId, code: status.StatusCode ?? null };
+        void this.exited(managed, engineId, status.StatusCode ?? null);
+      },
+      () => {
+        // Aborted (stop, shutdown) or the engine went away: a stop or the next start handles it.
+      },
+    );
+  }
+
+  private startTimeout(spec: ContainerSpec): number {
+    const own = Number(spec.env.HEALTHCHECK_TIMEOUT);
+    return Number.isFinite(own) && own > 0 ? Math.min(own * 1000, this.startTimeoutMs) : this.startTimeoutMs;
+  }
+
+  private async waitUntilUp(managed: Managed, container: Docker.Container): Promise<void> {
+    const { spec } = managed;
+    const failed = async (): Promise<Error | null> => {
+      if (managed.stopping) return new Error('it was stopped before it was up');
+      const info = await container.inspect().catch(() => null);
+      if (info === null) return new Error('its engine container is gone');
+      if (info.State.Running) return null;
+      await Promise.race([managed.logsEnded, sleep(1000)]);
+      return new Error(`it ${describeExit(info, spec.memory)} before it was up${this.lastOutput(managed)}`);
+    };
+    if (spec.type !== 'web') {
+      await sleep(this.settleMs);
+      const failure = await failed();
+      if (failure) throw failure;
+      return;
+    }
+    const address = managed.address;
+    if (address === null) {
+      // A container that exited at once has left the network already: its exit is the reason.
+      throw (await failed()) ?? new Error(`it has no address on the network ${this.network}`);
+    }
+    const timeoutMs = this.startTimeout(spec);
+    const deadline = Date.now() + timeoutMs;
+    const health = healthcheckUrl(spec.env.HEALTHCHECK_URL, address, managed.port);
+    let lastAnswer = 'no answer';
+    for (;;) {
+      const wait = Math.max(100, Math.min(2000, deadline - Date.now()));
+      if (health !== null) {
+        const status = await httpStatus(health, wait);
+        if (status !== null && status >= 200 && status < 300) return;
+        lastAnswer = status === null ? 'no answer' : `status ${status}`;
+      } else if (await acceptsConnections(address, managed.port, wait)) {
+        return;
+      }
+      const failure = await failed();
+      if (failure) throw failure;
+      if (Date.now() >= deadline) break;
+      await sleep(this.probeIntervalMs);
+    }
+    throw new Error(
+      health !== null
+        ? `HEALTHCHECK_URL ${new URL(health).pathname} did not answer 2xx within ${formatSeconds(timeoutMs)} (last: ${lastAnswer})${this.lastOutput(managed)}`
+        : `it did not accept connections on port ${managed.port} within ${formatSeconds(timeoutMs)}${this.lastOutput(managed)}`,
+    );
+  }
+
+  private lastOutput(managed: Managed): string {
+    const line = managed.lastLine?.trim();
+    if (!line) return '';
+    return `; last output: ${line.length > 200 ? `${line.slice(0, 200)}…` : line}`;
+  }
+
+  /** The engine container of an `up` container exited by itself: a crash, restarted after the back-off. */
+  private async exited(managed: Managed, engineId: string, code: number | null): Promise<void> {
+    if (managed.engineId !== engineId || managed.state !== 'up' || managed.stopping || this.closing !== null) return;
+    const info = await this.docker.getContainer(engineId).inspect().catch(() => null);
+    await Promise.race([managed.logsEnded, sleep(1000)]);
+    if (managed.engineId !== engineId || managed.stopping || this.closing !== null) return;
+    const reason = info ? describeExit(info, managed.spec.memory) : `exited with code ${code ?? '?'}`;
+    const now = Date.now();
+    if (managed.upSince !== null && now - managed.upSince >= this.backoff.resetAfterMs) managed.failures = 0;
+    managed.upSince = null;
+    const delay = Math.min(this.backoff.maxMs, this.backoff.initialMs * 2 ** managed.failures);
+    managed.failures++;
+    managed.state = 'crashed';
+    this.event(managed.spec.app, `${managed.label} crashed: it ${reason}${this.lastOutput(managed)}; starting it again in ${formatSeconds(delay)}`);
+    managed.restartTimer = setTimeout(() => void this.restart(managed), delay);
+    managed.restartTimer.unref();
+  }
+
+  private async restart(managed: Managed): Promise<void> {
+    managed.restartTimer = null;
+    if (managed.stopping || this.closing !== null) return;
+    try {
+      managed.launch = this.launch(managed);
+      await managed.launch;
+    } catch (error) {
+      if (managed.stopping || this.closing !== null) return;
+      const delay = Math.min(this.backoff.maxMs, this.backoff.initialMs * 2 ** managed.failures);
+      managed.failures++;
+      managed.state = 'crashed';
+      this.event(managed.spec.app, `${managed.label} crashed: ${messageOf(error)}; starting it again in ${formatSeconds(delay)}`);
+      managed.restartTimer = setTimeout(() => void this.restart(managed), delay);
+      managed.restartTimer.unref();
+    } finally {
+      managed.launch = null;
+    }
+  }
+
+  private async halt(managed: Managed, what: string): Promise<void> {
+    managed.stopping = true;
+    if (managed.restartTimer !== null) clearTimeout(managed.restartTimer);
+    managed.restartTimer = null;
+    const wasRunning = managed.engineId !== null;
+    managed.state = 'down';
+    if (managed.launch) await managed.launch.catch(() => undefined);
+    if (managed.engineId !== null) {
+      await this.docker
+        .getContainer(managed.engineId)
+        .stop({ t: Math.ceil(this.stopTimeoutMs / 1000) })
+        .catch(() => undefined);
+      // Its last lines reach the log before the stop is reported.
+      await Promise.race([managed.logsEnded, sleep(1000)]);
+    }
+    await this.removeEngineContainer(managed);
+    if (wasRunning) this.event(managed.spec.app, `${managed.label} ${what}`);
+    this.forget(managed);
+    await this.log.flushApp(managed.spec.app);
+  }
+
+  private forget(managed: Managed): void {
+    if (managed.forgotten) return;
+    managed.forgotten = true;
+    managed.state = 'destroyed';
+    managed.watch?.abort();
+    if (this.containers.get(managed.spec.id) === managed) this.containers.delete(managed.spec.id);
+  }
+
+  private async removeEngineContainer(managed: Managed): Promise<void> {
+    const id = managed.engineId;
+    if (id === null) return;
+    managed.watch?.abort();
+    managed.watch = null;
+    managed.engineId = null;
+    managed.address = null;
+    await this.docker
+      .getContainer(id)
+      .remove({ force: true })
+      .catch((error: unknown) => {
+        if (engineStatus(error) !== 404) throw error;
+      });
+  }
+
+  private async removeByName(name: string): Promise<void> {
+    try {
+      const info = await this.docker.getContainer(name).inspect();
+      if ((info.Config.Labels ?? {})[LABELS.instance] !== this.instance) return;
+      await this.docker.getContainer(info.Id).remove({ force: true });
+    } catch (error) {
+      if (engineStatus(error) !== 404) throw error;
+    }
+  }
+
+  /** The port the app listens on inside its container: config PORT, else the image's lowest exposed TCP port, else 5000. */
+  private portFor(env: Record<string, string>, image: Docker.ImageInspectInfo): number {
+    const configured = Number(env.PORT);
+    if (Number.isInteger(configured) && configured > 0 && configured < 65536) return configured;
+    const exposed = Object.keys((image.Config as { ExposedPorts?: Record<string, unknown> } | undefined)?.ExposedPorts ?? {})
+      .filter((p) => p.endsWith('/tcp'))
+      .map((p) => Number(p.split('/')[0]))
+      .filter((p) => Number.isInteger(p) && p > 0)
+      .sort((a, b) => a - b);
+    return exposed[0] ?? DEFAULT_CONTAINER_PORT;
+  }
+
+  /** The engine's settings of a container; the app's memory and cpu, or the defaults when it sets none (one-off commands: the defaults). */
+  private hostConfig(ownMemory: string | null, ownCpu: number | null): Docker.HostConfig {
+    const memory = ownMemory ?? this.defaultMemory;
+    const cpu = ownCpu === null || ownCpu === 0 ? this.defaultCpu : ownCpu;
+    const bytes = memoryBytes(memory);
+    const nanoCpus = nanoCpusForShares(cpu);
+    return {
+      NetworkMode: this.network,
+      CapDrop: ['ALL'],
+      SecurityOpt: ['no-new-privileges'],
+      PidsLimit: this.pidsLimit,
+      Init: true,
+      RestartPolicy: { Name: 'no' },
+      ReadonlyRootfs: this.readonlyRootfs,
+      ...(this.readonlyRootfs ? { Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=64m' } } : {}),
+      ...(bytes === null ? {} : { Memory: bytes, MemorySwap: bytes }),
+      ...(nanoCpus === null ? {} : { NanoCpus: nanoCpus }),
+      ...(cpu !== null && cpu > 1 ? { CpuShares: Math.round(cpu) } : {}),
+    };
+  }
+
+  /** Everything a container is created from, as a digest: only an identical container is adopted. */
+  private digest(spec: ContainerSpec): string {
+    const what = JSON.stringify([
+      spec.app,
+      spec.type,
+      spec.num,
+      spec.release,
+      spec.image,
+      spec.command,
+      Object.entries(spec.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+      spec.memory,
+      spec.cpu,
+      this.user,
+      this.pidsLimit,
+      this.readonlyRootfs,
+      this.network,
+      this.defaultMemory,
+      this.defaultCpu,
+    ]);
+    return createHash('sha256').update(what).digest('hex');
+  }
+
+  private event(app: string, message: string): void {
+    this.log.write(app, SCHEDULER_LOG_SOURCE, message);
+  }
+}
+
+/** The engine container's name for a platform container uuid. */
+export function containerName(id: string): string {
+  return `svc-${id}`;
+}
+
+function environment(env: Record<string, string>, port: number): string[] {
+  return Object.entries({ ...env, PORT: String(port) }).map(([key, value]) => `${key}=${value}`);
+}
+
+function addressOn(info: Docker.ContainerInspectInfo, network: string): string | null {
+  const address = info.NetworkSettings.Networks[network]?.IPAddress;
+  return address ? address : null;
+}
+
+function describeExit(info: Docker.ContainerInspectInfo, memory: string | null): string {
+  if (info.State.OOMKilled) return `was killed for exceeding its memory limit of ${memory ?? '?'} (out of memory)`;
+  if (info.State.Error) return `failed: ${info.State.Error}`;
+  return `exited with code ${info.State.ExitCode}`;
+}
+
+/** A failed pull as the deploy reports it: the request's fault (no such image) or the platform's (registry unreachable). */
+function pullFailure(image: string, error: unknown): Error {
+  const reason = engineReason(error);
+  const status = engineStatus(error);
+  const message = `pulling ${image} failed: ${reason}`;
+  if (status === 400 || status === 404 || /not found|manifest unknown|does not exist|invalid reference|repository name must/i.test(reason)) {
+    return new ImageNotFound(message);
+  }
+  return new Error(message);
+}

@@ -1,0 +1,220 @@
+import Docker from 'dockerode';
+import { StringDecoder } from 'node:string_decoder';
+
+/** The engine's default address when DOCKER_HOST is unset. */
+export const DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock';
+
+/** The labels every engine object of the platform carries. */
+export const LABELS = {
+  /** The app id. */
+  app: 'svc.app',
+  /** The process type (`web`, `worker`, `cmd`; `run` for one-off commands). */
+  type: 'svc.type',
+  /** The container number within its type. */
+  num: 'svc.num',
+  /** The release version. */
+  release: 'svc.release',
+  /** The platform's container uuid. */
+  container: 'svc.container',
+  /** The controller instance that owns the object: two controllers on one engine leave each other's alone. */
+  instance: 'svc.instance',
+  /** A digest of everything the container was created from, to adopt only an identical container. */
+  spec: 'svc.spec',
+} as const;
+
+/**
+ * The dockerode connection options for a DOCKER_HOST value: `unix:///path/docker.sock`
+ * (default `unix:///var/run/docker.sock`), `tcp://host:port` or `http://host:port`
+ * (plain), `https://host:port` (TLS, certificates as the engine's client expects them are
+ * not read here: use a unix socket or a TLS-terminating proxy).
+ * @throws Error when the value is not one of these.
+ */
+export function dockerHostOptions(value: string | undefined | null): Docker.DockerOptions {
+  const host = value?.trim() || DEFAULT_DOCKER_HOST;
+  if (host.startsWith('unix://')) {
+    const socketPath = host.slice('unix://'.length);
+    if (!socketPath.startsWith('/')) throw new Error(`DOCKER_HOST "${host}" must name an absolute socket path, e.g. unix:///var/run/docker.sock`);
+    return { socketPath };
+  }
+  const match = /^(tcp|http|https):\/\/([^/:]+|\[[0-9a-fA-F:]+\]):([0-9]{1,5})\/?$/.exec(host);
+  if (!match) throw new Error(`DOCKER_HOST "${host}" must be unix:///path/to/docker.sock or tcp://host:port`);
+  const [, scheme, name, port] = match;
+  return { protocol: scheme === 'https' ? 'https' : 'http', host: (name ?? '').replace(/^\[|\]$/g, ''), port: Number(port) };
+}
+
+/** A dockerode client for the engine at DOCKER_HOST (see {@link dockerHostOptions}). */
+export function createEngine(dockerHost?: string | null): Docker {
+  return new Docker(dockerHostOptions(dockerHost));
+}
+
+/**
+ * Whether an engine answers at the client's address within `timeoutMs`: null when it does,
+ * else the reason it does not (for the operator's log).
+ */
+export async function pingEngine(docker: Docker, timeoutMs = 2000): Promise<string | null> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      docker.ping(),
+      new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+      }),
+    ]);
+    return null;
+  } catch (error) {
+    return engineReason(error);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** The HTTP status of an engine error, if it has one. */
+export function engineStatus(error: unknown): number | null {
+  const status = (error as { statusCode?: unknown } | null)?.statusCode;
+  return typeof status === 'number' ? status : null;
+}
+
+/** The engine's own message for a failure (the `message` of its JSON answer), else the error's. */
+export function engineReason(error: unknown): string {
+  const json = (error as { json?: unknown } | null)?.json;
+  if (json && typeof json === 'object' && typeof (json as { message?: unknown }).message === 'string') {
+    return (json as { message: string }).message.trim();
+  }
+  if (typeof json === 'string' && json.trim() !== '') return json.trim();
+  const reason = (error as { reason?: unknown } | null)?.reason;
+  const message = error instanceof Error && error.message ? error.message : String(error);
+  return typeof reason === 'string' && !message ? reason : message.replace(/^\(HTTP code \d+\) [a-z ]+ - /, '').trim();
+}
+
+/** Which stream a frame of a container's output came from. */
+export type OutputStream = 'stdout' | 'stderr';
+
+/**
+ * Splits the engine's multiplexed output of a container without a TTY (attach and logs):
+ * frames of an 8-byte header (stream type, three zero bytes, big-endian payload length)
+ * and the payload, across chunk boundaries.
+ */
+export class FrameDemultiplexer {
+  private buffer: Buffer = Buffer.alloc(0);
+
+  constructor(private readonly onFrame: (stream: OutputStream, payload: Buffer) => void) {}
+
+  push(chunk: Buffer): void {
+    this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
+    while (this.buffer.length >= 8) {
+      const length = this.buffer.readUInt32BE(4);
+      if (this.buffer.length < 8 + length) return;
+      const type = this.buffer[0];
+      const payload = this.buffer.subarray(8, 8 + length);
+      this.buffer = this.buffer.subarray(8 + length);
+      // 0 is stdin (never written by the engine here), 1 stdout, 2 stderr.
+      this.onFrame(type === 2 ? 'stderr' : 'stdout', payload);
+    }
+  }
+}
+
+/** Lines longer than this are cut into several log lines. */
+export const MAX_LINE_LENGTH = 16 * 1024;
+
+/** Splits a byte stream into text lines, across chunk boundaries and multi-byte characters. */
+export class LineSplitter {
+  private readonly decoder = new StringDecoder('utf8');
+  private pending = '';
+
+  push(chunk: Buffer): string[] {
+    this.pending += this.decoder.write(chunk);
+    const lines = this.pending.split('\n');
+    this.pending = lines.pop() ?? '';
+    while (this.pending.length > MAX_LINE_LENGTH) {
+      lines.push(this.pending.slice(0, MAX_LINE_LENGTH));
+      this.pending = this.pending.slice(MAX_LINE_LENGTH);
+    }
+    return lines.flatMap((line) => cut(line.endsWith('\r') ? line.slice(0, -1) : line));
+  }
+
+  /** The last line without a line end, if any. */
+  end(): string[] {
+    const rest = this.pending + this.decoder.end();
+    this.pending = '';
+    return rest === '' ? [] : cut(rest);
+  }
+}
+
+function cut(line: string): string[] {
+  if (line.length <= MAX_LINE_LENGTH) return [line];
+  const parts: string[] = [];
+  for (let at = 0; at < line.length; at += MAX_LINE_LENGTH) parts.push(line.slice(at, at + MAX_LINE_LENGTH));
+  return parts;
+}
+
+/**
+ * Keeps a one-off command's output up to a byte limit (notes included) and drops the rest,
+ * ending with a note when it was cut.
+ */
+export class CappedOutput {
+  private readonly chunks: Buffer[] = [];
+  private kept = 0;
+
+  constructor(private readonly limit: number) {}
+
+  push(chunk: Buffer): void {
+    const room = this.limit + 1 - this.kept;
+    if (room <= 0) return;
+    const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
+    this.chunks.push(part);
+    this.kept += part.length;
+  }
+
+  text(notes: string[] = []): string {
+    const all = Buffer.concat(this.chunks);
+    const tail = notes.map((note) => `\n[${note}]`).join('');
+    const tailBytes = Buffer.byteLength(tail);
+    if (all.length + tailBytes <= this.limit) return all.toString('utf8') + tail;
+    const truncated = `\n[output truncated at ${this.limit} bytes]`;
+    let end = Math.max(0, this.limit - tailBytes - Buffer.byteLength(truncated));
+    // Never cut a UTF-8 character: step back over continuation bytes.
+    while (end > 0 && ((all[end] ?? 0) & 0xc0) === 0x80) end--;
+    return all.subarray(0, end).toString('utf8') + truncated + tail;
+  }
+}
+
+const MEMORY_UNITS: Record<string, number> = { B: 1, K: 1024, KB: 1024, M: 1024 ** 2, MB: 1024 ** 2, G: 1024 ** 3, GB: 1024 ** 3 };
+
+/**
+ * The byte count of a memory limit such as `512M` or `1g` (powers of 1024); null for none.
+ * @throws Error when the text is not a memory limit.
+ */
+export function memoryBytes(limit: string | null): number | null {
+  if (limit === null) return null;
+  const match = /^([0-9]+)(B|K|M|G|KB|MB|GB)$/i.exec(limit.trim());
+  if (!match) throw new Error(`unreadable memory limit "${limit}"`);
+  return Number(match[1]) * (MEMORY_UNITS[(match[2] ?? 'B').toUpperCase()] ?? 1);
+}
+
+/** CPU shares that stand for one whole CPU. */
+export const SHARES_PER_CPU = 1024;
+/** The smallest CPU limit the engine accepts: 0.01 CPU. */
+const MIN_NANO_CPUS = 10_000_000;
+
+/**
+ * The engine's CPU limit (NanoCpus, billionths of a CPU) for an app's `cpu` value, read as
+ * CPU shares where 1024 is one whole CPU: 512 is half a CPU, 2048 two CPUs. Null for no
+ * value or 0 (no limit). At least 0.01 CPU.
+ */
+export function nanoCpusForShares(shares: number | null): number | null {
+  if (shares === null || !Number.isFinite(shares) || shares <= 0) return null;
+  return Math.max(MIN_NANO_CPUS, Math.round((shares / SHARES_PER_CPU) * 1e9));
+}
+
+/** A byte count for people, e.g. `64.0 MiB`. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let value = bytes / 1024;
+  let unit = 0;
+  while (value >= 1024 && unit < units.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  return `${value.toFixed(1)} ${units[unit] ?? 'TiB'}`;
+}

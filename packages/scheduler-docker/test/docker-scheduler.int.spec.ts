@@ -1,0 +1,407 @@
+import { randomUUID } from 'node:crypto';
+import { request } from 'node:http';
+import { createServer, type Server } from 'node:net';
+import type { ContainerSpec, RunSpec } from '@svc/core';
+import { LABELS, RUN_TIMEOUT_EXIT_CODE, containerName, ImageNotFound } from '../src';
+import { BUSYBOX, NODE, TEST_REGISTRY, describeWithEngine, itWithRegistry, testScheduler, type TestScheduler } from './support/engine';
+
+jest.setTimeout(120_000);
+
+let app = 0;
+const newApp = (): string => `dock-${process.pid.toString(36)}-${++app}`;
+
+function spec(overrides: Partial<ContainerSpec> = {}): ContainerSpec {
+  const id = randomUUID();
+  const appId = overrides.app ?? newApp();
+  return {
+    id,
+    app: appId,
+    type: 'web',
+    num: 1,
+    release: 1,
+    image: BUSYBOX,
+    command: 'echo "hello from $SVC_APP"; exec httpd -f -p "$PORT" -h /etc',
+    workdir: null,
+    env: { SVC_APP: appId, SVC_RELEASE: '1', GREETING: 'hi there' },
+    memory: null,
+    cpu: null,
+    ...overrides,
+  };
+}
+
+function runSpec(command: string, overrides: Partial<RunSpec> = {}): RunSpec {
+  const appId = overrides.app ?? newApp();
+  return {
+    app: appId,
+    release: 1,
+    image: BUSYBOX,
+    workdir: null,
+    command,
+    env: { SVC_APP: appId, SVC_RELEASE: '1' },
+    timeoutSeconds: 30,
+    outputLimitBytes: 64 * 1024,
+    ...overrides,
+  };
+}
+
+function get(host: string, port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host, port, path, agent: false, timeout: 5000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.once('timeout', () => req.destroy(new Error('timeout')));
+    req.once('error', reject);
+    req.end();
+  });
+}
+
+/** Tags a local image with a registry name and pushes it there. */
+async function pushToRegistry(t: TestScheduler, local: string, remote: string): Promise<void> {
+  const [repo, tag] = [remote.slice(0, remote.lastIndexOf(':')), remote.slice(remote.lastIndexOf(':') + 1)];
+  await t.docker.getImage(local).tag({ repo, tag });
+  const stream = (await t.docker.getImage(remote).push({ authconfig: {} } as never)) as unknown as NodeJS.ReadableStream;
+  await new Promise<void>((resolve, reject) =>
+    t.docker.modem.followProgress(stream, (error: Error | null, output: { error?: string }[]) => {
+      const failed = error ?? output.find((o) => o.error);
+      if (failed) reject(failed instanceof Error ? failed : new Error(String(failed.error)));
+      else resolve();
+    }),
+  );
+}
+
+async function eventually<T>(probe: () => Promise<T | null>, what: string, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== null) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((done) => setTimeout(done, 200));
+  }
+}
+
+describeWithEngine('DockerScheduler (real engine)', () => {
+  let t: TestScheduler;
+
+  beforeAll(async () => {
+    t = await testScheduler();
+  });
+
+  afterAll(async () => {
+    await t?.cleanUp();
+  });
+
+  it('starts a web container from a Procfile command: up, reachable at its endpoint, labelled, with the release environment and its output in the log', async () => {
+    const s = spec();
+    await expect(t.scheduler.start(s)).resolves.toBe('up');
+    const [endpoint] = t.scheduler.endpoints(s.app, 'web');
+    expect(endpoint).toBeDefined();
+    const answer = await get(endpoint!.host, endpoint!.port, '/passwd');
+    expect(answer.status).toBe(200);
+    expect(answer.body).toContain('nobody');
+
+    const info = await t.docker.getContainer(containerName(s.id)).inspect();
+    expect(info.Config.Labels).toMatchObject({
+      [LABELS.app]: s.app,
+      [LABELS.type]: 'web',
+      [LABELS.num]: '1',
+      [LABELS.release]: '1',
+      [LABELS.container]: s.id,
+      [LABELS.instance]: t.options.instance,
+    });
+    expect(info.Config.Env).toEqual(expect.arrayContaining([`SVC_APP=${s.app}`, 'SVC_RELEASE=1', 'GREETING=hi there', 'PORT=5000']));
+    expect(info.Config.User).toBe('65534:65534');
+    expect(info.HostConfig.CapDrop).toEqual(['ALL']);
+    expect(info.HostConfig.SecurityOpt).toEqual(['no-new-privileges']);
+    expect(info.HostConfig.PidsLimit).toBe(64);
+    expect(info.HostConfig.Binds ?? []).toEqual([]);
+    expect(info.Mounts).toEqual([]);
+    await t.waitForLine(s.app, new RegExp(`^${s.app}\\[web\\.1\\]: hello from ${s.app}$`));
+    await expect(t.scheduler.states([s.id, 'unknown'])).resolves.toEqual(new Map([[s.id, 'up']]));
+
+    await t.scheduler.stop(s.id);
+    await expect(t.docker.getContainer(containerName(s.id)).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    await expect(t.scheduler.states([s.id])).resolves.toEqual(new Map());
+    expect(t.scheduler.endpoints(s.app, 'web')).toEqual([]);
+  });
+
+  it('sets the memory limit as a hard limit (no swap beyond it) and the CPU value as a real CPU limit, 1024 shares being one CPU', async () => {
+    const s = spec({ type: 'worker', command: 'exec sleep 600', memory: '64M', cpu: 512 });
+    await expect(t.scheduler.start(s)).resolves.toBe('up');
+    const info = await t.docker.getContainer(containerName(s.id)).inspect();
+    expect(info.HostConfig.Memory).toBe(64 * 1024 * 1024);
+    expect(info.HostConfig.MemorySwap).toBe(64 * 1024 * 1024);
+    expect(info.HostConfig.NanoCpus).toBe(500_000_000);
+    await t.scheduler.stop(s.id);
+  });
+
+  it("runs an image's own CMD when the build has no Procfile command (type cmd)", async () => {
+    const base = await t.docker.createContainer({ Image: BUSYBOX, Cmd: ['true'] });
+    const image = `svc-test/cmd-${process.pid}:1`;
+    await base.commit({ repo: image.split(':')[0], tag: '1', changes: 'CMD ["/bin/sh", "-c", "echo own command as $(id -u); exec sleep 600"]' } as never);
+    await base.remove({ force: true });
+    try {
+      const s = spec({ type: 'cmd', image, command: null });
+      await expect(t.scheduler.start(s)).resolves.toBe('up');
+      await t.waitForLine(s.app, new RegExp(`^${s.app}\\[cmd\\.1\\]: own command as 65534$`));
+      await t.scheduler.stop(s.id);
+    } finally {
+      await t.docker.getImage(image).remove({ force: true }).catch(() => undefined);
+    }
+  });
+
+  it('fails a start whose web process never listens, with the reason and last output, and leaves nothing behind', async () => {
+    const s = spec({ command: 'echo about to fail; exit 3' });
+    await expect(t.scheduler.start(s)).rejects.toThrow(/exited with code 3 before it was up; last output: about to fail/);
+    await expect(t.docker.getContainer(containerName(s.id)).inspect()).rejects.toMatchObject({ statusCode: 404 });
+    await expect(t.scheduler.states([s.id])).resolves.toEqual(new Map());
+  });
+
+  it('fails a start of an image no registry has, with the engine reason, as the request fault, and keeps nothing', async () => {
+    const registry = TEST_REGISTRY ?? '127.0.0.1:1';
+    const s = spec({ image: `${registry}/svc-test/missing:${process.pid}` });
+    const failure = await t.scheduler.start(s).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(Error);
+    expect((failure as Error).message).toMatch(/pulling .*missing.* failed: /);
+    if (TEST_REGISTRY !== null) expect(failure).toBeInstanceOf(ImageNotFound);
+    await expect(t.docker.getContainer(containerName(s.id)).inspect()).rejects.toMatchObject({ statusCode: 404 });
+  });
+
+  itWithRegistry('pulls an image by name from a registry, shares one pull among the containers of a release, and writes the progress to the log', async () => {
+    const registry = TEST_REGISTRY as string;
+    const image = `${registry}/svc-test/pulled-${process.pid}:1`;
+    await pushToRegistry(t, BUSYBOX, image);
+    await t.docker.getImage(image).remove({ force: true });
+    const first = spec({ image });
+    const second = spec({ app: first.app, image, num: 2 });
+    await expect(Promise.all([t.scheduler.start(first), t.scheduler.start(second)])).resolves.toEqual(['up', 'up']);
+    const lines = await t.lines(first.app);
+    expect(lines.filter((l) => l.includes(`pulling image ${image}`))).toHaveLength(1);
+    expect(lines.some((l) => /pull .*: (Pull complete|Download complete|Status: Downloaded newer image)/.test(l))).toBe(true);
+    await t.scheduler.stop(first.id);
+    await t.scheduler.stop(second.id);
+    await t.docker.getImage(image).remove({ force: true }).catch(() => undefined);
+  });
+
+  it('stopping an unknown id is fine', async () => {
+    await expect(t.scheduler.stop(randomUUID())).resolves.toBeUndefined();
+  });
+
+  it('restarts a crashed container after the back-off and says why in the log', async () => {
+    const s = spec({ type: 'worker', command: 'echo started; sleep 2; echo bye; exit 7' });
+    await expect(t.scheduler.start(s)).resolves.toBe('up');
+    await t.waitForLine(s.app, /worker\.1 \(v1\) crashed: it exited with code 7; last output: bye; starting it again/);
+    await eventually(async () => ((await t.lines(s.app)).filter((l) => l.endsWith(': started')).length >= 2 ? true : null), 'it started again');
+    await t.scheduler.stop(s.id);
+  });
+
+  it('kills a container over its memory limit: crashed, with the reason in the log', async () => {
+    const s = spec({
+      type: 'worker',
+      image: NODE,
+      command: 'node -e "setTimeout(() => { const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1)); }, 1500)"',
+      memory: '48M',
+    });
+    await expect(t.scheduler.start(s)).resolves.toBe('up');
+    await t.waitForLine(s.app, /worker\.1 \(v1\) crashed: it was killed for exceeding its memory limit of 48M \(out of memory\)/);
+    await t.scheduler.stop(s.id);
+  });
+
+  it('gives containers whose app sets no limits, and one-off commands, the default limits (1G, one CPU)', async () => {
+    const s = spec({ type: 'worker', command: 'exec sleep 600' });
+    await t.scheduler.start(s);
+    const info = await t.docker.getContainer(containerName(s.id)).inspect();
+    expect(info.HostConfig.Memory).toBe(1024 ** 3);
+    expect(info.HostConfig.MemorySwap).toBe(1024 ** 3);
+    expect(info.HostConfig.NanoCpus).toBe(1e9);
+    await t.scheduler.stop(s.id);
+  });
+
+  it('kills a one-off command over the default memory limit (exit 137), and the host carries on', async () => {
+    const small = await testScheduler({ defaultMemory: '48M' });
+    try {
+      const result = await small.scheduler.run(
+        runSpec('node -e "const a = []; for (;;) a.push(Buffer.alloc(1 << 20, 1))"; echo "exit $?"', { image: NODE, timeoutSeconds: 60 }),
+      );
+      expect(result.output).toMatch(/exit 137/);
+    } finally {
+      await small.cleanUp();
+    }
+  });
+
+  describe('run', () => {
+    it('runs a one-off command in a container of the image: exit code, output, environment, and the container removed', async () => {
+      const r = runSpec('echo "out $SVC_APP $PORT"; echo err >&2; exit 5');
+      const result = await t.scheduler.run(r);
+      expect(result.exitCode).toBe(5);
+      expect(result.output).toContain(`out ${r.app} 5000`);
+      expect(result.output).toContain('err');
+      const left = await t.docker.listContainers({ all: true, filters: { label: [`${LABELS.app}=${r.app}`] } });
+      expect(left).toEqual([]);
+    });
+
+    it('kills a command at its timeout and reports 124', async () => {
+      const result = await t.scheduler.run(runSpec('echo started; sleep 60', { timeoutSeconds: 2 }));
+      expect(result.exitCode).toBe(RUN_TIMEOUT_EXIT_CODE);
+      expect(result.output).toContain('started');
+      expect(result.output).toContain('killed after the timeout of 2 s');
+    });
+
+    it('caps the output', async () => {
+      const result = await t.scheduler.run(runSpec('yes 0123456789 | head -c 200000', { outputLimitBytes: 1000 }));
+      expect(result.exitCode).toBe(0);
+      expect(Buffer.byteLength(result.output)).toBeLessThanOrEqual(1000);
+      expect(result.output).toContain('[output truncated at 1000 bytes]');
+    });
+  });
+
+  describe('controller restart', () => {
+    it('adopts the running containers of the same spec (same engine container, not restarted) and reaps those no longer recorded', async () => {
+      const kept = spec();
+      const dropped = spec({ app: kept.app, num: 2 });
+      await t.scheduler.start(kept);
+      await t.scheduler.start(dropped);
+      const before = await t.docker.getContainer(containerName(kept.id)).inspect();
+      await t.scheduler.shutdown();
+      // The containers outlive the controller process.
+      expect((await t.docker.getContainer(containerName(kept.id)).inspect()).State.Running).toBe(true);
+
+      const next = t.again();
+      await expect(next.start(kept)).resolves.toBe('up');
+      const after = await t.docker.getContainer(containerName(kept.id)).inspect();
+      expect(after.Id).toBe(before.Id);
+      expect(after.State.StartedAt).toBe(before.State.StartedAt);
+      await t.waitForLine(kept.app, /web\.1 \(v1\) adopted/);
+      const [endpoint] = next.endpoints(kept.app, 'web');
+      expect((await get(endpoint!.host, endpoint!.port, '/passwd')).status).toBe(200);
+
+      await expect(next.reapOrphans()).resolves.toBe(1);
+      await expect(t.docker.getContainer(containerName(dropped.id)).inspect()).rejects.toMatchObject({ statusCode: 404 });
+      await next.stop(kept.id);
+      t.scheduler = next;
+    });
+
+    it('replaces a leftover container of a different spec instead of adopting it', async () => {
+      const first = spec();
+      await t.scheduler.start(first);
+      const before = await t.docker.getContainer(containerName(first.id)).inspect();
+      await t.scheduler.shutdown();
+      const next = t.again();
+      await expect(next.start({ ...first, env: { ...first.env, GREETING: 'changed' } })).resolves.toBe('up');
+      const after = await t.docker.getContainer(containerName(first.id)).inspect();
+      expect(after.Id).not.toBe(before.Id);
+      await next.stop(first.id);
+      t.scheduler = next;
+    });
+  });
+
+  describe('isolation (hostile code)', () => {
+    let hostService: Server;
+    let hostPort = 0;
+
+    beforeAll(async () => {
+      // A service of the host bound to every address, as a carelessly configured database would be.
+      hostService = createServer((socket) => socket.end('host secret\n'));
+      await new Promise<void>((done) => hostService.listen(0, '0.0.0.0', done));
+      hostPort = (hostService.address() as { port: number }).port;
+    });
+
+    afterAll(async () => {
+      await new Promise<void>((done) => hostService.close(() => done()));
+    });
+
+    it('runs as a non-root user without capabilities', async () => {
+      const result = await t.scheduler.run(runSpec('id -u; grep -E "^Cap(Eff|Prm|Bnd)" /proc/self/status; grep NoNewPrivs /proc/self/status'));
+      expect(result.exitCode).toBe(0);
+      expect(result.output).toMatch(/^65534$/m);
+      expect(result.output).toMatch(/CapEff:\s+0000000000000000/);
+      expect(result.output).toMatch(/CapBnd:\s+0000000000000000/);
+      expect(result.output).toMatch(/NoNewPrivs:\s+1/);
+    });
+
+    it("cannot see the controller's data, the engine socket or another container's processes and environment", async () => {
+      const other = spec({ type: 'worker', command: 'exec sleep 600', env: { SVC_APP: 'x', SVC_RELEASE: '1', OTHER_SECRET: 'do-not-leak' } });
+      await t.scheduler.start(other);
+      const result = await t.scheduler.run(
+        runSpec(
+          `ls /work /var/lib /run/docker.sock /var/run/docker.sock ${process.cwd()} 2>&1; ` +
+            'cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n" | grep -c OTHER_SECRET; ps -o pid,args',
+        ),
+      );
+      expect(result.output).not.toContain('do-not-leak');
+      expect(result.output).toMatch(/No such file or directory/);
+      expect(result.output).not.toContain('sleep 600');
+      expect(result.output).toMatch(/^0$/m);
+      await t.scheduler.stop(other.id);
+    });
+
+    it("cannot reach the host's services: loopback, the network gateway, the machine's own address", async () => {
+      const gateway = (await t.docker.getNetwork(t.options.network ?? '').inspect()) as { IPAM: { Config: { Gateway?: string }[] } };
+      const gatewayAddress = gateway.IPAM.Config[0]?.Gateway ?? '';
+      expect(gatewayAddress).not.toBe('');
+      const result = await t.scheduler.run(
+        runSpec(
+          `for target in 127.0.0.1:5432 127.0.0.1:${hostPort} ${gatewayAddress}:${hostPort} ${gatewayAddress}:5432; do ` +
+            'if nc -w 2 ${target%:*} ${target#*:} </dev/null >/tmp/out 2>&1; then echo "REACHED $target $(cat /tmp/out)"; else echo "blocked $target"; fi; done',
+          { timeoutSeconds: 60 },
+        ),
+      );
+      expect(result.output).not.toContain('REACHED');
+      expect(result.output).not.toContain('host secret');
+      expect(result.output.match(/blocked/g)?.length).toBe(4);
+    });
+
+    it("cannot reach another app's container directly", async () => {
+      const target = spec();
+      await t.scheduler.start(target);
+      const [endpoint] = t.scheduler.endpoints(target.app, 'web');
+      // The host (the router) reaches it...
+      expect((await get(endpoint!.host, endpoint!.port, '/passwd')).status).toBe(200);
+      // ...another app's container does not.
+      const result = await t.scheduler.run(runSpec(`wget -q -T 3 -O - http://${endpoint!.host}:${endpoint!.port}/passwd && echo REACHED || echo blocked`, { timeoutSeconds: 30 }));
+      expect(result.output).toContain('blocked');
+      expect(result.output).not.toContain('REACHED');
+      await t.scheduler.stop(target.id);
+    });
+
+    it('a hostile Procfile command is held the same way: non-root, no host services, no other containers, no engine socket', async () => {
+      const victim = spec({ type: 'worker', command: 'exec sleep 600', env: { SVC_APP: 'victim', SVC_RELEASE: '1', VICTIM_SECRET: 'do-not-leak' } });
+      await t.scheduler.start(victim);
+      const gateway = ((await t.docker.getNetwork(t.options.network ?? '').inspect()) as { IPAM: { Config: { Gateway?: string }[] } }).IPAM.Config[0]?.Gateway ?? '';
+      const hostile = spec({
+        type: 'worker',
+        command:
+          'echo "uid $(id -u)"; ' +
+          `nc -w 2 ${gateway} ${hostPort} </dev/null >/dev/null 2>&1 && echo "REACHED host" || echo "blocked host"; ` +
+          'nc -w 2 127.0.0.1 5432 </dev/null >/dev/null 2>&1 && echo "REACHED pg" || echo "blocked pg"; ' +
+          'echo "secrets $(cat /proc/*/environ 2>/dev/null | tr "\\0" "\\n" | grep -c VICTIM_SECRET)"; ' +
+          'test -e /var/run/docker.sock && echo "REACHED socket" || echo "no socket"; ' +
+          'echo checks done; exec sleep 600',
+      });
+      await t.scheduler.start(hostile);
+      await t.waitForLine(hostile.app, /worker\.1\]: checks done$/);
+      const lines = (await t.lines(hostile.app)).filter((l) => l.startsWith(`${hostile.app}[worker.1]: `)).map((l) => l.slice(`${hostile.app}[worker.1]: `.length));
+      expect(lines).toEqual(['uid 65534', 'blocked host', 'blocked pg', 'secrets 0', 'no socket', 'checks done']);
+      await t.scheduler.stop(hostile.id);
+      await t.scheduler.stop(victim.id);
+    });
+
+    it('cannot kill processes outside its container, and a fork bomb stops at the pids limit', async () => {
+      const victim = spec({ type: 'worker', command: 'exec sleep 600' });
+      await t.scheduler.start(victim);
+      const result = await t.scheduler.run(
+        runSpec('kill -9 -1 2>&1; pkill -9 sleep 2>&1; f() { f | f & }; f; sleep 3; echo survived', { timeoutSeconds: 20 }),
+      );
+      // Only its own processes were there to kill, and forks failed at the limit.
+      expect(result.output).toMatch(/can't fork|Resource temporarily unavailable/);
+      const info = await t.docker.getContainer(containerName(victim.id)).inspect();
+      expect(info.State.Running).toBe(true);
+      await expect(t.scheduler.states([victim.id])).resolves.toEqual(new Map([[victim.id, 'up']]));
+      // The engine and the host still serve: a fresh command runs.
+      await expect(t.scheduler.run(runSpec('echo fine'))).resolves.toMatchObject({ exitCode: 0, output: 'fine\n' });
+      await t.scheduler.stop(victim.id);
+    });
+  });
+});

@@ -1,0 +1,203 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { LABELS, createEngine, unguardHostFromBridge, type Docker } from '@svc/scheduler-docker';
+import { loadConfig, startServer, type RunningServer } from '../src';
+import { ApiClient, signUp, type Session } from './support';
+
+jest.setTimeout(300_000);
+
+/** The engine of the Docker tests (`.ci/docker-engine.sh` starts one); a registry to pull from, if any. */
+const TEST_DOCKER_HOST = process.env.TEST_DOCKER_HOST?.trim() || null;
+const TEST_REGISTRY = process.env.TEST_REGISTRY?.trim() || null;
+const BUSYBOX = 'svc-test/busybox:1';
+
+function viaRouter(port: number, app: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/', headers: { Host: `${app}.localhost` }, agent: false, timeout: 10_000 }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      res.on('error', () => resolve({ status: 0, text }));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve({ status: 0, text: '' }));
+    req.end();
+  });
+}
+
+/** Makes an image that serves `text` on port 8080 with its own CMD, from the offline busybox image. */
+async function makeImage(docker: Docker, repo: string, tag: string, text: string): Promise<void> {
+  const builder = await docker.createContainer({ Image: BUSYBOX, Cmd: ['sh', '-c', `mkdir -p /www && echo ${text} > /www/index.html`] });
+  await builder.start();
+  await builder.wait();
+  await builder.commit({
+    repo,
+    tag,
+    changes: ['EXPOSE 8080', `CMD ["/bin/sh", "-c", "echo serving ${text} as $(id -u); exec httpd -f -p 8080 -h /www"]`],
+  } as never);
+  await builder.remove({ force: true });
+}
+
+async function push(docker: Docker, name: string): Promise<void> {
+  const stream = (await docker.getImage(name).push({ authconfig: {} } as never)) as unknown as NodeJS.ReadableStream;
+  await new Promise<void>((resolve, reject) =>
+    docker.modem.followProgress(stream, (error: Error | null, output: { error?: string }[]) => {
+      const failed = error ?? output.find((o) => o.error);
+      if (failed) reject(failed instanceof Error ? failed : new Error(String(failed.error)));
+      else resolve();
+    }),
+  );
+}
+
+interface ContainerJson {
+  type: string;
+  num: number;
+  state: string;
+  release: string;
+  uuid: string;
+}
+
+const describeEngine = TEST_DOCKER_HOST !== null ? describe : process.env.CI === 'true' ? describe : describe.skip;
+if (TEST_DOCKER_HOST === null && process.env.CI !== 'true') {
+  process.stdout.write('The controller on a Docker engine (e2e) was not run: set TEST_DOCKER_HOST to run it.\n');
+}
+
+describeEngine('the controller on a Docker engine (SCHEDULER=docker)', () => {
+  const tag = process.pid.toString(36);
+  const app = `dockapp-${tag}`;
+  const env = {
+    SCHEDULER: 'docker',
+    DOCKER_HOST: TEST_DOCKER_HOST ?? '',
+    DOCKER_NETWORK: `svc-e2e-${tag}`,
+    DOCKER_BRIDGE: `svce${tag}`.slice(0, 15),
+    DOCKER_INSTANCE: `e2e-${tag}`,
+    HEALTHCHECK_TIMEOUT: '30',
+    PROCESS_STOP_TIMEOUT_SECONDS: '2',
+    GIT_SSH_PORT: 'off',
+    ROUTER_PORT: '0',
+    LOG_LEVEL: 'silent',
+    HOST: '127.0.0.1',
+    PORT: '0',
+  };
+  let docker: Docker;
+  let dataDir: string;
+  let server: RunningServer;
+  let alice: Session;
+  let images: { one: string; two: string };
+
+  const start = async (): Promise<void> => {
+    server = await startServer(loadConfig({ ...env, DATA_DIR: dataDir }), pino({ level: 'silent' }));
+    alice = { ...alice, api: new ApiClient(server.url).as(alice.token) };
+  };
+  const containers = async (): Promise<ContainerJson[]> => (await alice.api.get<{ results: ContainerJson[] }>(`/v1/apps/${app}/containers/`)).body.results;
+  const run = async (command: string): Promise<{ rc: number; output: string }> => {
+    const response = await alice.api.post<unknown>(`/v1/apps/${app}/run/`, { command });
+    expect(response.status).toBe(200);
+    const body = response.body as [number, string] | { rc: number; output: string };
+    return Array.isArray(body) ? { rc: body[0], output: body[1] } : body;
+  };
+
+  beforeAll(async () => {
+    if (TEST_DOCKER_HOST === null) throw new Error('TEST_DOCKER_HOST is not set under CI=true (.ci/docker-engine.sh starts an engine)');
+    docker = createEngine(TEST_DOCKER_HOST);
+    const repo = TEST_REGISTRY === null ? `svc-e2e/web-${tag}` : `${TEST_REGISTRY}/svc-e2e/web-${tag}`;
+    images = { one: `${repo}:1`, two: `${repo}:2` };
+    await makeImage(docker, repo, '1', 'one');
+    await makeImage(docker, repo, '2', 'two');
+    if (TEST_REGISTRY !== null) {
+      // Deployed by name: the engine pulls them from the registry.
+      await push(docker, images.one);
+      await push(docker, images.two);
+      await docker.getImage(images.one).remove({ force: true });
+      await docker.getImage(images.two).remove({ force: true });
+    } else {
+      process.stdout.write('TEST_REGISTRY is not set: the images are deployed from the engine, not pulled from a registry.\n');
+    }
+    dataDir = await mkdtemp(join(tmpdir(), 'svc-docker-e2e-'));
+    server = await startServer(loadConfig({ ...env, DATA_DIR: dataDir }), pino({ level: 'silent' }));
+    alice = await signUp(new ApiClient(server.url), `alice${tag}`);
+    expect((await alice.api.post('/v1/apps/', { id: app })).status).toBe(201);
+  });
+
+  afterAll(async () => {
+    await alice?.api.delete(`/v1/apps/${app}/`).catch(() => undefined);
+    await server?.close();
+    if (docker) {
+      const left = await docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${env.DOCKER_INSTANCE}`] } });
+      await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+      await docker.getNetwork(env.DOCKER_NETWORK).remove().catch(() => undefined);
+      for (const image of Object.values(images ?? {})) await docker.getImage(image).remove({ force: true }).catch(() => undefined);
+    }
+    await unguardHostFromBridge(env.DOCKER_BRIDGE);
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('deploys an image by name: its own CMD runs as cmd, as a non-root user, and the router serves it', async () => {
+    expect(server.schedulerKind).toBe('docker');
+    const build = await alice.api.post(`/v1/apps/${app}/builds/`, { image: images.one });
+    expect(build.status).toBe(201);
+    expect(await containers()).toEqual([expect.objectContaining({ type: 'cmd', num: 1, state: 'up', release: 'v2' })]);
+    expect(await viaRouter(server.routerPort ?? 0, app)).toEqual({ status: 200, text: 'one\n' });
+    const logs = await alice.api.get(`/v1/apps/${app}/logs/`);
+    expect(logs.text).toContain(`${app}[cmd.1]: serving one as 65534`);
+    if (TEST_REGISTRY !== null) expect(logs.text).toContain(`pulling image ${images.one}`);
+  });
+
+  it('fails a deploy of an image no registry has: the old release keeps serving, no release is made', async () => {
+    const before = (await alice.api.get<{ count: number }>(`/v1/apps/${app}/releases/`)).body.count;
+    const missing = `${TEST_REGISTRY ?? '127.0.0.1:9'}/svc-e2e/missing-${tag}:1`;
+    const build = await alice.api.post(`/v1/apps/${app}/builds/`, { image: missing });
+    // No such image is the request's fault (400); no registry to ask is the platform's (503).
+    expect(build.status).toBe(TEST_REGISTRY !== null ? 400 : 503);
+    expect(build.text).toContain(`pulling ${missing} failed`);
+    expect((await alice.api.get<{ count: number }>(`/v1/apps/${app}/releases/`)).body.count).toBe(before);
+    expect(await viaRouter(server.routerPort ?? 0, app)).toEqual({ status: 200, text: 'one\n' });
+  });
+
+  it('scales, deploys a new image, rolls back to the exact earlier image and restarts, serving throughout', async () => {
+    expect((await alice.api.post(`/v1/apps/${app}/scale/`, { cmd: 2 })).status).toBe(204);
+    expect((await containers()).map((c) => `${c.type}.${c.num} ${c.state}`)).toEqual(['cmd.1 up', 'cmd.2 up']);
+
+    expect((await alice.api.post(`/v1/apps/${app}/builds/`, { image: images.two })).status).toBe(201);
+    expect(await viaRouter(server.routerPort ?? 0, app)).toEqual({ status: 200, text: 'two\n' });
+    const oneId = (await docker.getImage(images.one).inspect()).Id;
+
+    expect((await alice.api.post(`/v1/apps/${app}/releases/rollback/`, { version: 2 })).status).toBe(201);
+    expect(await viaRouter(server.routerPort ?? 0, app)).toEqual({ status: 200, text: 'one\n' });
+    for (const c of await containers()) {
+      const info = await docker.getContainer(`svc-${c.uuid}`).inspect();
+      expect(info.Image).toBe(oneId);
+    }
+
+    expect((await alice.api.post(`/v1/apps/${app}/containers/restart/`, {})).status).toBe(200);
+    expect((await containers()).every((c) => c.state === 'up')).toBe(true);
+    expect(await viaRouter(server.routerPort ?? 0, app)).toEqual({ status: 200, text: 'one\n' });
+  });
+
+  it("runs a one-off command in the current release's image, removed afterwards, without the controller's data or the host's services", async () => {
+    const result = await run(`id -u; cat /www/index.html; ls ${dataDir} 2>&1; nc -w 2 127.0.0.1 ${server.port} </dev/null && echo REACHED-API; exit 4`);
+    expect(result.rc).toBe(4);
+    expect(result.output).toMatch(/^65534\none\n/);
+    expect(result.output).toMatch(/No such file or directory/);
+    expect(result.output).not.toContain('REACHED-API');
+    const left = await docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${env.DOCKER_INSTANCE}`, `${LABELS.type}=run`] } });
+    expect(left).toEqual([]);
+  });
+
+  it('adopts the running containers when the controller restarts: same engine containers, not restarted', async () => {
+    const before = await Promise.all((await containers()).map(async (c) => (await docker.getContainer(`svc-${c.uuid}`).inspect()).Id));
+    await server.close();
+    const alive = await Promise.all(before.map(async (id) => (await docker.getContainer(id).inspect()).State.Running));
+    expect(alive).toEqual([true, true]);
+
+    await start();
+    const after = await Promise.all((await containers()).map(async (c) => (await docker.getContainer(`svc-${c.uuid}`).inspect()).Id));
+    expect(after).toEqual(before);
+    expect((await containers()).every((c) => c.state === 'up')).toBe(true);
+    expect(await viaRouter(server.routerPort ?? 0, app)).toEqual({ status: 200, text: 'one\n' });
+  });
+});

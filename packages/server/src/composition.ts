@@ -197,7 +197,7 @@ const routerModule = (options: CompositionOptions) =>
       const processes = options.scheduler === 'process' ? ctx.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler) : null;
       return new AppRouter({
         routes: new PlatformRouteTable(uow, options.settings.platformDomain, processes),
-        certificates: new StoredCertificates(uow, ctx.get<SecretBox>(TOKENS.SecretBox)),
+        certificates: new StoredCertificates(ctx.get<UseCases>(TOKENS.UseCases).certificateForServerName, ctx.get<SecretBox>(TOKENS.SecretBox)),
         logger: options.logger,
       });
     });

@@ -6,6 +6,7 @@ import { formatLogLine } from '../model/time';
 import type { Repositories } from '../ports/repositories';
 import type { RunResult } from '../ports/services';
 import { assertValidAppId, generateAppName, isAdmin } from '../rules/apps';
+import { assertAppQuota } from '../rules/quotas';
 import { releaseEnvironment } from '../rules/config';
 import { FieldErrorCollector, bodyObject, optionalString, requiredString, toInteger } from '../rules/fields';
 import { loadAdministeredApp, loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
@@ -18,13 +19,14 @@ const NAME_ATTEMPTS = 10;
 export class CreateApp {
   constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'ids' | 'random' | 'settings' | 'logs'>) {}
 
-  /** @throws ValidationFailed for an invalid or reserved id; AlreadyExists('id'). */
+  /** @throws ValidationFailed for an invalid or reserved id; AlreadyExists('id'); QuotaExceeded (apps per user). */
   async execute(actor: Actor, body: unknown): Promise<App> {
     const requested = bodyObject(body).id;
     const given = requested !== undefined && requested !== null;
     if (given) assertValidAppId(requested, this.deps.settings.reservedAppNames);
 
     const app = await this.deps.uow.transaction(async (repos) => {
+      assertAppQuota(await repos.apps.countOwnedBy(actor.user.username), this.deps.settings.quotas);
       let id: string;
       if (given) {
         id = requested as string;

@@ -7,6 +7,7 @@ import { PROCESS_TYPE_PATTERN } from '../rules/config';
 import { FieldErrorCollector, isPlainObject, toInteger } from '../rules/fields';
 import { runnableTypes } from '../rules/releases';
 import { loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
+import { assertScaleQuotas } from './quotas';
 import { containerSpec, currentReleaseWithBuild, withRollout } from './deploy';
 
 /** Replaces recorded states with the scheduler's live ones where it knows them. */
@@ -59,7 +60,7 @@ export class ScaleApp {
   /**
    * Scale-down removes the highest numbers first.
    * @throws ValidationFailed / RequestRejected for a bad body or unknown type; NoBuild; NotFound,
-   *   AppNotVisible; Unavailable when the scheduler fails (nothing changes then).
+   *   AppNotVisible; QuotaExceeded; Unavailable when the scheduler fails (nothing changes then).
    */
   async execute(actor: Actor, appId: string, body: unknown): Promise<void> {
     const requested = parseScale(body, this.deps.settings.scaleMaxPerType);
@@ -71,6 +72,7 @@ export class ScaleApp {
       if (unknown.length > 0) {
         throw new ValidationFailed(Object.fromEntries(unknown.map((t) => [t, [`Container type ${t} does not exist in application`]])));
       }
+      await assertScaleQuotas(repos, app, { ...app.structure, ...requested }, this.deps.settings.quotas);
       const rollout = rolloutFor(app);
       for (const [type, count] of Object.entries(requested)) {
         const existing = await repos.containers.listForApp(app.id, { type });

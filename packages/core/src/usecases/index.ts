@@ -18,6 +18,7 @@ import {
   AddCertificate,
   AddDomain,
   AddKey,
+  CertificateForServerName,
   GetCertificate,
   GrantPermission,
   ListCertificates,
@@ -37,6 +38,7 @@ export * from './containers';
 export * from './context';
 export * from './deploy';
 export * from './releases';
+export * from './quotas';
 export * from './resources';
 export * from './sources';
 
@@ -84,6 +86,7 @@ export const USE_CASES = {
   getCertificate: GetCertificate,
   addCertificate: AddCertificate,
   removeCertificate: RemoveCertificate,
+  certificateForServerName: CertificateForServerName,
   authenticateKey: AuthenticateKey,
   authorizeGitAccess: AuthorizeGitAccess,
   deploySource: DeploySource,

@@ -10,6 +10,7 @@ export * from './rules/apps';
 export * from './rules/config';
 export * from './rules/domains';
 export * from './rules/fields';
+export * from './rules/login-throttle';
 export * from './rules/quotas';
 export * from './rules/releases';
 export * from './rules/sources';

@@ -237,6 +237,7 @@ if (baseUrl === undefined || baseUrl === '') {
           { name: 'BuildWorkdir1763884800000' },
           { name: 'InitialSchema1763712000000' },
           { name: 'ListCounts1763990000000' },
+          { name: 'LoginFailureAddress1764000000010' },
           { name: 'SharedState1763798400000' },
         ]);
       });
@@ -247,7 +248,7 @@ if (baseUrl === undefined || baseUrl === '') {
 
         await Promise.all([first.migrate(), second.migrate(), db.migrate()]);
 
-        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(4);
+        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(5);
       });
 
       it('ListCounts counts the rows already there when applied, and again after a TRUNCATE', async () => {

@@ -243,6 +243,7 @@ describe('SQLite persistence', () => {
           'BuildWorkdir1763884800000',
           'InitialSchema1763712000000',
           'ListCounts1763990000000',
+          'LoginFailureAddress1764000000010',
           'SharedState1763798400000',
         ]);
       } finally {

@@ -59,6 +59,10 @@ export interface CompositionOptions {
   apiVersion: ApiVersion;
   platformVersion: string;
   trustProxy: boolean;
+  /** Origins whose pages may call the API; absent: none. */
+  corsAllowedOrigins?: readonly string[];
+  /** Host names the API answers besides IP addresses, localhost and the platform domain. */
+  allowedHosts?: readonly string[];
   logger: HttpLogger;
   /** The git server (git push deploys); absent or null: none. */
   git?: GitSetup | null;
@@ -184,6 +188,8 @@ const httpModule = (options: CompositionOptions) =>
         ready: () => options.database.ping(),
         logger: options.logger,
         trustProxy: options.trustProxy,
+        corsAllowedOrigins: options.corsAllowedOrigins,
+        allowedHosts: options.allowedHosts,
         shutdown: options.shutdown,
       }),
     );

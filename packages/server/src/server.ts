@@ -53,6 +53,12 @@ function gitSetup(config: ServerConfig, dataDir: string, routerPort: () => numbe
   };
 }
 
+/** The listening address as an allowed Host when it is a name (not a wildcard address). */
+function configuredHost(host: string): string[] {
+  const name = host.toLowerCase();
+  return name === '0.0.0.0' || name === '::' || name.includes(':') || /^[0-9.]+$/.test(name) ? [] : [name];
+}
+
 /** The platform version announced in response headers: this package's version. */
 export function platformVersion(): string {
   try {
@@ -147,6 +153,8 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     apiVersion: config.apiVersion,
     platformVersion: platformVersion(),
     trustProxy: config.trustProxy,
+    corsAllowedOrigins: config.corsAllowedOrigins,
+    allowedHosts: [...config.allowedHosts, ...configuredHost(config.host)],
     logger,
     git: git?.setup ?? null,
     shutdown: shutdown.signal,

@@ -1,5 +1,6 @@
 export * from './errors';
 export * from './model/entities';
+export * from './model/log-escape';
 export * from './model/log-subscribers';
 export * from './model/pagination';
 export * from './model/time';

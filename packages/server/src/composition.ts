@@ -3,6 +3,7 @@ import { Container, ContainerModule } from 'inversify';
 import type { Application } from 'express';
 import {
   TOKENS,
+  EscapingLogStore,
   type ApiVersion,
   USE_CASES,
   type CoreDependencies,
@@ -121,7 +122,8 @@ const parsersModule = new ContainerModule(({ bind }) => {
 
 const logsModule = (directory: string, store: LogStore | undefined) =>
   new ContainerModule(({ bind }) => {
-    bind<LogStore>(TOKENS.LogStore).toDynamicValue(() => store ?? new FileLogStore(directory));
+    // Control characters are escaped on the way in, whoever writes: app output, builds, platform lines.
+    bind<LogStore>(TOKENS.LogStore).toDynamicValue(() => new EscapingLogStore(store ?? new FileLogStore(directory)));
   });
 
 const schedulerModule = (kind: SchedulerKind, chaos: ChaosOptions | null, processes: ProcessSchedulerSetup | undefined) =>

@@ -1,5 +1,6 @@
 import { AppNotVisible, Forbidden, NotFound } from '../errors';
 import type { App, LogEntry, User } from '../model/entities';
+import { escapeLogEntry } from '../model/log-escape';
 import type { Repositories, UnitOfWork } from '../ports/repositories';
 import { assertPageExists, sliceOf, type Page, type PageRequest, type Slice } from '../model/pagination';
 import type {
@@ -146,7 +147,8 @@ export async function logEvent(
   message: string,
   source = CONTROLLER_LOG_SOURCE,
 ): Promise<void> {
-  const entry: LogEntry = { time: deps.clock.now(), source, message };
+  // Platform lines quote what users typed (commands, names): they are escaped like app output.
+  const entry: LogEntry = escapeLogEntry({ time: deps.clock.now(), source, message });
   try {
     await deps.logs.append(appId, [entry]);
   } catch {

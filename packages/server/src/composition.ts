@@ -81,6 +81,11 @@ export interface GitSetup {
   hostKey: string;
   /** The address of a deployed app, shown to the pusher. */
   appUrl: (appId: string) => string | null;
+  /** Time from connecting to being authenticated, in ms. */
+  authTimeoutMs?: number;
+  /** Open connections in all, and from one client address. */
+  maxConnections?: number;
+  maxConnectionsPerAddress?: number;
 }
 
 const gitModule = (git: GitSetup | null, logger: HttpLogger) =>

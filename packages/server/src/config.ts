@@ -267,8 +267,8 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     corsAllowedOrigins: corsOrigins(env),
     allowedHosts: allowedHosts(env),
     connections: {
-      maxConnections: integer(env, 'API_MAX_CONNECTIONS', 1000, 1, 1_000_000),
-      maxConnectionsPerAddress: integer(env, 'API_MAX_CONNECTIONS_PER_ADDRESS', 50, 1, 1_000_000),
+      maxConnections: integer(env, 'API_MAX_CONNECTIONS', 2000, 1, 1_000_000),
+      maxConnectionsPerAddress: integer(env, 'API_MAX_CONNECTIONS_PER_ADDRESS', 100, 1, 1_000_000),
       headersTimeoutMs: integer(env, 'API_HEADERS_TIMEOUT_MS', 20_000, 100, 3_600_000),
       requestTimeoutMs: integer(env, 'API_REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000),
       keepAliveTimeoutMs: integer(env, 'API_KEEP_ALIVE_TIMEOUT_MS', 65_000, 100, 3_600_000),

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Scheduler } from '@svc/core';
 import { generateSecretKey } from '@svc/crypto-node';
-import { httpServerOptions } from '@svc/http-express';
+import { httpServerOptions, limitConnections, timeoutOptions } from '@svc/http-express';
 import { createDatabase, type Database } from '@svc/persistence-typeorm';
 import type { ProcessScheduler } from '@svc/scheduler-process';
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
@@ -44,6 +44,7 @@ function gitSetup(config: ServerConfig, dataDir: string, routerPort: () => numbe
       repositories: join(dataDir, 'git'),
       builds: join(dataDir, 'builds'),
       hostKey: hostKey.privateKey,
+      ...config.gitConnections,
       // Shown to the pusher once the app is released: where the router answers for it.
       appUrl: (appId) => {
         const port = routerPort();
@@ -57,6 +58,20 @@ function gitSetup(config: ServerConfig, dataDir: string, routerPort: () => numbe
 function configuredHost(host: string): string[] {
   const name = host.toLowerCase();
   return name === '0.0.0.0' || name === '::' || name.includes(':') || /^[0-9.]+$/.test(name) ? [] : [name];
+}
+
+/** Logs refused connections at most once every 10 s with how many there were, so that a flood does not flood the log. */
+export function refusalLog(logger: Logger, server: string): (reason: 'total' | 'address', client: string) => void {
+  let last = 0;
+  let since = 0;
+  return (reason, client) => {
+    since += 1;
+    const now = Date.now();
+    if (now - last < 10_000) return;
+    logger.warn({ server, reason, client, refused: since }, `${server}: connections refused, too many open`);
+    last = now;
+    since = 0;
+  };
 }
 
 /** The platform version announced in response headers: this package's version. */
@@ -178,10 +193,9 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   }
 
   // Requests and responses are born with Express's prototypes: see httpServerOptions.
-  const server = createServer(httpServerOptions(app), app);
-  // Keep-alive connections must not outlive the load balancer's idea of them.
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
+  // Keep-alive connections must not outlive the load balancer's idea of them (API_KEEP_ALIVE_TIMEOUT_MS).
+  const server = createServer({ ...httpServerOptions(app), ...timeoutOptions(config.connections) }, app);
+  limitConnections(server, config.connections, refusalLog(logger, 'API'));
   let address: AddressInfo;
   try {
     address = await listen(server, config.port, config.host);

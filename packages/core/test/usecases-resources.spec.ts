@@ -541,6 +541,20 @@ describe('certificates', () => {
       expect(await world.useCases.certificateForServerName.execute('shop.example.org')).toBeNull();
     });
 
+    it("replaces a certificate left by a user who no longer has the name when its new owner uploads one", async () => {
+      const world = new World();
+      const alice = await tenant(world, 'alice', ['shop.example.org']);
+      const bob = await tenant(world, 'bob', []);
+      await world.useCases.addCertificate.execute(alice, { certificate: pem('shop.example.org'), key: fakePrivateKeyPem('shop.example.org') }, '1.7');
+      await world.useCases.removeDomain.execute(alice, 'alice-app', 'shop.example.org');
+      await world.useCases.addDomain.execute(bob, 'bob-app', { domain: 'shop.example.org' });
+
+      await world.useCases.addCertificate.execute(bob, { certificate: pem('shop.example.org'), key: fakePrivateKeyPem('shop.example.org') }, '1.7');
+
+      expect(world.uow.snapshot().certificates.map((c) => c.owner)).toEqual(['bob']);
+      expect(await world.useCases.certificateForServerName.execute('shop.example.org')).toMatchObject({ owner: 'bob' });
+    });
+
     it('stops serving once the app is transferred to another user, and knows no unknown name', async () => {
       const world = new World();
       const alice = await tenant(world, 'alice', ['shop.example.org']);

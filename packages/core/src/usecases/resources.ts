@@ -243,6 +243,7 @@ export class AddCertificate {
   constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'certificateParser' | 'secrets' | 'clock' | 'settings'>) {}
 
   /**
+   * A certificate stored under the same name by a user who no longer controls it is replaced.
    * @throws ValidationFailed (certificate, key, common_name); AlreadyExists('common_name');
    *   Forbidden (CERT.NAME_NOT_CONTROLLED) for a name that is not the caller's.
    */
@@ -270,7 +271,15 @@ export class AddCertificate {
           );
         }
       }
-      if (await repos.certificates.find(commonName)) throw new AlreadyExists('common_name');
+      const existing = await repos.certificates.find(commonName);
+      if (existing) {
+        // A certificate left behind by someone who no longer has the name (domain removed,
+        // app transferred) is no longer served, and must not keep the name's new owner out.
+        const holder = await repos.users.findByUsername(existing.owner);
+        const stale = holder === null || !(await userControlsName(repos, holder, existing.commonName, this.deps.settings.platformDomain));
+        if (!stale) throw new AlreadyExists('common_name');
+        await repos.certificates.delete(existing.commonName);
+      }
       const now = this.deps.clock.now();
       return repos.certificates.create({
         commonName,

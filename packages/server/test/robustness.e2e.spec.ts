@@ -367,7 +367,8 @@ describeEachBackend('robustness', (backend) => {
     // The generator must mostly produce refusals; a run of successes would test nothing.
     const refused = [...statuses].filter(([status]) => status >= 400).reduce((sum, [, n]) => sum + n, 0);
     expect(refused).toBeGreaterThan(list.length / 2);
-  });
+    // A few hundred requests, each followed by listings: close to a minute on a busy machine.
+  }, 180_000);
 
   it('survives duplicated and contradictory headers', async () => {
     const failures: string[] = [];

@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
-import { Server, utils, type AuthContext, type Connection, type ServerChannel, type Session } from 'ssh2';
+import { Server, utils, type AuthContext, type ClientInfo, type Connection, type ServerChannel, type Session } from 'ssh2';
 import { DomainError } from '@svc/core';
 import { SourceBuilder, type GitLogger, type GitUseCases, type Push } from './builder';
 import { parseGitCommand } from './command';
@@ -29,8 +29,12 @@ export interface GitServerOptions {
   appUrl?: (appId: string) => string | null;
   /** The Node.js binary the pre-receive hook runs with; default this process's. */
   nodePath?: string;
-  /** How long a connection may take to authenticate, in ms. Default 60 s. */
+  /** How long a connection may take to authenticate, in ms, from connecting on. Default 60 s. */
   authTimeoutMs?: number;
+  /** Open connections in all; one more is closed at once. Default unlimited. */
+  maxConnections?: number;
+  /** Open connections from one client address; one more is closed at once. Default unlimited. */
+  maxConnectionsPerAddress?: number;
 }
 
 /** Who a connection authenticated as. */
@@ -90,6 +94,12 @@ export class GitServer {
   private readonly hookDir: string;
   private readonly nodePath: string;
   private readonly authTimeoutMs: number;
+  /** Accepts TCP connections, counts them, and hands those it admits to the SSH server. */
+  private readonly tcp: NetServer;
+  private readonly perAddress = new Map<string, number>();
+  private open = 0;
+  /** Sockets admitted but not yet authenticated, by `<address>:<port>`, with the timer that ends them. */
+  private readonly unauthenticated = new Map<string, { socket: Socket; timer: NodeJS.Timeout }>();
   private closing: Promise<void> | null = null;
 
   constructor(private readonly options: GitServerOptions) {
@@ -100,24 +110,66 @@ export class GitServer {
     this.authTimeoutMs = options.authTimeoutMs ?? 60_000;
     // Hook sockets live in a directory only this process's user may enter (Unix socket paths must stay short).
     this.hookDir = mkdtempSync(join(tmpdir(), 'svc-git-'));
-    this.server = new Server({ hostKeys: [options.hostKey], ident: 'svc-git' }, (client) => this.accept(client));
+    this.server = new Server({ hostKeys: [options.hostKey], ident: 'svc-git' }, (client, info) => this.accept(client, info));
+    this.tcp = createServer((socket) => this.admit(socket));
+  }
+
+  /**
+   * Counts the connection in all and per client address and closes it at once past either
+   * limit; an admitted connection has `authTimeoutMs` to authenticate (a client that never
+   * even sends its SSH version line included), then goes to the SSH server.
+   */
+  private admit(socket: Socket): void {
+    const address = socket.remoteAddress ?? '';
+    const mine = this.perAddress.get(address) ?? 0;
+    const { maxConnections = Infinity, maxConnectionsPerAddress = Infinity } = this.options;
+    if (this.closing !== null || this.open >= maxConnections || mine >= maxConnectionsPerAddress) {
+      if (this.closing === null) this.logger.warn({ client: address, open: this.open, fromAddress: mine }, 'git connection refused: too many open');
+      socket.destroy();
+      return;
+    }
+    this.open += 1;
+    this.perAddress.set(address, mine + 1);
+    const key = `${address}:${socket.remotePort ?? ''}`;
+    const timer = setTimeout(() => socket.destroy(), this.authTimeoutMs);
+    this.unauthenticated.set(key, { socket, timer });
+    socket.once('close', () => {
+      clearTimeout(timer);
+      if (this.unauthenticated.get(key)?.socket === socket) this.unauthenticated.delete(key);
+      this.open -= 1;
+      const left = (this.perAddress.get(address) ?? 1) - 1;
+      if (left > 0) this.perAddress.set(address, left);
+      else this.perAddress.delete(address);
+    });
+    // A client that resets the connection is not the server's problem.
+    socket.on('error', () => undefined);
+    this.server.injectSocket(socket);
+  }
+
+  /** The connection authenticated: its socket may live as long as its work takes. */
+  private authenticated(info: ClientInfo): void {
+    const key = `${info.ip}:${info.port}`;
+    const pending = this.unauthenticated.get(key);
+    if (pending === undefined) return;
+    clearTimeout(pending.timer);
+    this.unauthenticated.delete(key);
   }
 
   /** Starts listening; resolves with the address (port 0 picks a free port). */
   listen(port: number, host: string): Promise<AddressInfo> {
     return new Promise<AddressInfo>((resolveListen, reject) => {
-      this.server.once('error', reject);
-      this.server.listen(port, host, () => {
-        this.server.off('error', reject);
-        this.server.on('error', (error: Error) => this.logger.error({ err: error }, 'git server error'));
-        resolveListen(this.server.address() as AddressInfo);
+      this.tcp.once('error', reject);
+      this.tcp.listen(port, host, () => {
+        this.tcp.off('error', reject);
+        this.tcp.on('error', (error: Error) => this.logger.error({ err: error }, 'git server error'));
+        resolveListen(this.tcp.address() as AddressInfo);
       });
     });
   }
 
   /** The address the server listens on, or null before `listen`. */
   address(): AddressInfo | null {
-    const address = this.server.address();
+    const address = this.tcp.address();
     return address !== null && typeof address === 'object' ? address : null;
   }
 
@@ -127,7 +179,7 @@ export class GitServer {
    */
   close(graceMs = 10_000): Promise<void> {
     this.closing ??= (async () => {
-      const stopped = new Promise<void>((done) => this.server.close(() => done()));
+      const stopped = new Promise<void>((done) => this.tcp.close(() => done()));
       if (this.operations.size > 0) {
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([
@@ -141,7 +193,8 @@ export class GitServer {
       for (const child of this.children) child.kill('SIGTERM');
       for (const connection of this.connections) connection.end();
       await Promise.allSettled([...this.operations]);
-      if (this.server.listening) await stopped;
+      for (const { socket } of this.unauthenticated.values()) socket.destroy();
+      if (this.tcp.listening) await stopped;
       rmSync(this.hookDir, { recursive: true, force: true });
     })();
     return this.closing;
@@ -156,7 +209,7 @@ export class GitServer {
     return work;
   }
 
-  private accept(client: Connection): void {
+  private accept(client: Connection, info: ClientInfo): void {
     if (this.closing !== null) {
       client.end();
       return;
@@ -210,6 +263,7 @@ export class GitServer {
       );
     });
     client.on('ready', () => {
+      this.authenticated(info);
       client.on('session', (acceptSession, rejectSession) => {
         if (identity === null) rejectSession();
         else this.session(acceptSession(), identity);

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import type { Actor } from '@svc/core';
 import { GitServer, loadOrCreateHostKey } from '@svc/builder-git';
@@ -436,5 +437,80 @@ describe('GitServer (real git and ssh clients, core on fakes)', () => {
       expect(refs.stdout).toBe('');
       expect(existsSync(join(builds(), 'reborn'))).toBe(false);
     });
+  });
+});
+
+/** Connection limits of the git server, with raw TCP clients and a real ssh client. */
+describe('GitServer connection limits', () => {
+  let root: string;
+  let server: GitServer;
+  let port: number;
+  let key: KeyPair;
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'svc-git-limits-'));
+    const controller = new FakeController();
+    await controller.user('root');
+    const alice = await controller.user('alice');
+    key = await keyPair(root, 'alice');
+    await controller.useCases.addKey.execute(alice, { id: 'laptop', public: key.publicKey });
+    server = new GitServer({
+      useCases: controller.useCases,
+      repositories: join(root, 'git'),
+      builds: join(root, 'builds'),
+      hostKey: loadOrCreateHostKey(join(root, 'ssh_host_ed25519_key')).privateKey,
+      maxConnections: 6,
+      maxConnectionsPerAddress: 3,
+      authTimeoutMs: 1500,
+    });
+    port = (await server.listen(0, '127.0.0.1')).port;
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  /** A TCP connection from `localAddress` that sends nothing; resolves once connected. */
+  const idle = (localAddress: string): Promise<Socket> =>
+    new Promise((resolveConnect, reject) => {
+      const socket = connect({ host: '127.0.0.1', port, localAddress }, () => resolveConnect(socket));
+      socket.on('error', reject);
+      // Read (and drop) what the server says, so that its closing the connection is noticed.
+      socket.resume();
+    });
+  const closed = (socket: Socket): Promise<number> => {
+    const started = Date.now();
+    return new Promise((done) => socket.once('close', () => done(Date.now() - started)));
+  };
+  /** Whether the server greets a new connection from `localAddress` with its SSH version line. */
+  const greeted = (localAddress: string): Promise<boolean> =>
+    new Promise((done) => {
+      const socket = connect({ host: '127.0.0.1', port, localAddress });
+      socket.once('data', (data: Buffer) => {
+        socket.destroy();
+        done(data.toString('latin1').startsWith('SSH-2.0-'));
+      });
+      socket.once('close', () => done(false));
+      socket.on('error', () => done(false));
+    });
+
+  it('closes a connection past the per-address limit at once, while another address is still served', async () => {
+    const held = await Promise.all([idle('127.0.0.2'), idle('127.0.0.2'), idle('127.0.0.2')]);
+    try {
+      expect(await greeted('127.0.0.2')).toBe(false);
+      expect(await greeted('127.0.0.3')).toBe(true);
+      const outcome = await run('ssh', [...sshArgs(key, port), 'git@127.0.0.1', 'true']);
+      expect(outcome.stderr).toContain('only accepts git push');
+    } finally {
+      for (const socket of held) socket.destroy();
+    }
+  });
+
+  it('ends a connection that does not authenticate in time, even one that never says a word', async () => {
+    const socket = await idle('127.0.0.4');
+    const waited = await closed(socket);
+    expect(waited).toBeGreaterThanOrEqual(1000);
+    expect(waited).toBeLessThan(15_000);
   });
 });

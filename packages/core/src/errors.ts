@@ -128,6 +128,36 @@ export class Throttled extends DomainError {
   }
 }
 
+/**
+ * A quota of the platform would be exceeded (apps per user, processes, config size,
+ * domains...): the request is valid, but the account may not have more. Nothing changes.
+ */
+export class QuotaExceeded extends DomainError {
+  readonly code = 'QUOTA.EXCEEDED';
+  readonly kind = 'forbidden' as const;
+  constructor(
+    readonly quota: string,
+    readonly limit: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * Too many of something held open at once (e.g. log streams of one user); try again once
+ * one has ended. `retryAfterSeconds` is absent: the wait depends on the client itself.
+ */
+export class TooMany extends DomainError {
+  readonly kind = 'throttled' as const;
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** A dependency (the scheduler, the database) failed; the operation changed nothing. */
 export class Unavailable extends DomainError {
   readonly kind = 'unavailable' as const;

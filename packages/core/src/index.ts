@@ -1,5 +1,6 @@
 export * from './errors';
 export * from './model/entities';
+export * from './model/log-escape';
 export * from './model/log-subscribers';
 export * from './model/pagination';
 export * from './model/time';
@@ -10,6 +11,8 @@ export * from './rules/apps';
 export * from './rules/config';
 export * from './rules/domains';
 export * from './rules/fields';
+export * from './rules/login-throttle';
+export * from './rules/quotas';
 export * from './rules/releases';
 export * from './rules/sources';
 export * from './rules/users';

@@ -194,22 +194,30 @@ describe('Login', () => {
   });
 
   describe('throttling', () => {
-    async function failTimes(world: World, username: string, times: number, everySeconds = 0): Promise<void> {
+    const ATTACKER = '203.0.113.66';
+    const HOME = '198.51.100.7';
+
+    async function failTimes(world: World, username: string, times: number, everySeconds = 0, address = ATTACKER): Promise<void> {
       for (let i = 0; i < times; i++) {
-        await expect(world.useCases.login.execute({ username, password: 'wrong' })).rejects.toBeInstanceOf(ValidationFailed);
+        await expect(world.useCases.login.execute({ username, password: 'wrong' }, address)).rejects.toBeInstanceOf(ValidationFailed);
         world.clock.advanceSeconds(everySeconds);
       }
     }
 
-    it('throttles a username after 10 failures within 15 minutes, with Retry-After the rest of the window', async () => {
+    const loginFrom = (world: World, address: string, password = BUILDER_PASSWORD) =>
+      world.useCases.login.execute({ username: 'alice', password }, address);
+
+    it('lets one address fail 10 times, then makes it wait 30 s, even with the right password, and mints no token', async () => {
       const world = new World();
       await world.actor('alice');
       await failTimes(world, 'alice', 10);
+      const tokensBefore = world.tokenHashesOf('alice');
 
-      const error = await rejectionOf(world.useCases.login.execute({ username: 'alice', password: 'wrong' }));
+      const error = await rejectionOf(loginFrom(world, ATTACKER));
 
       expect(error).toBeInstanceOf(Throttled);
-      expect((error as Throttled).retryAfterSeconds).toBe(15 * 60);
+      expect((error as Throttled).retryAfterSeconds).toBe(30);
+      expect(world.tokenHashesOf('alice')).toEqual(tokensBefore);
     });
 
     it('does not throttle after 9 failures', async () => {
@@ -217,45 +225,47 @@ describe('Login', () => {
       await world.actor('alice');
       await failTimes(world, 'alice', 9);
 
-      await expect(world.useCases.login.execute({ username: 'alice', password: BUILDER_PASSWORD })).resolves.toHaveProperty('token');
+      await expect(loginFrom(world, ATTACKER)).resolves.toHaveProperty('token');
     });
 
-    it('refuses even the right password while throttled, and mints no token', async () => {
+    it('10 wrong passwords from one address do not keep the real user out from another', async () => {
       const world = new World();
       await world.actor('alice');
       await failTimes(world, 'alice', 10);
-      const tokensBefore = world.tokenHashesOf('alice');
 
-      const error = await rejectionOf(world.useCases.login.execute({ username: 'alice', password: BUILDER_PASSWORD }));
-
-      expect(error).toBeInstanceOf(Throttled);
-      expect(world.tokenHashesOf('alice')).toEqual(tokensBefore);
+      await expect(loginFrom(world, HOME)).resolves.toHaveProperty('token');
+      // ... and her login does not give the attacker's address its attempts back.
+      expect(await rejectionOf(loginFrom(world, ATTACKER, 'wrong'))).toBeInstanceOf(Throttled);
     });
 
-    it('counts down Retry-After as time passes and lets a client that waited exactly that long in', async () => {
+    it('doubles the wait with each further failure, up to the maximum', async () => {
+      const world = new World({ loginBackoffMaxSeconds: 200 });
+      await world.actor('alice');
+      await failTimes(world, 'alice', 10);
+      const waits: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const error = (await rejectionOf(loginFrom(world, ATTACKER, 'wrong'))) as Throttled;
+        waits.push(error.retryAfterSeconds);
+        world.clock.advanceSeconds(error.retryAfterSeconds);
+        await expect(loginFrom(world, ATTACKER, 'wrong')).rejects.toBeInstanceOf(ValidationFailed);
+      }
+      expect(waits).toEqual([30, 60, 120, 200, 200]);
+    });
+
+    it('lets a client that waited exactly Retry-After in, and still throttles one second before', async () => {
       const world = new World();
       await world.actor('alice');
       await failTimes(world, 'alice', 10, 10);
       world.clock.advanceSeconds(5);
 
-      const error = (await rejectionOf(world.useCases.login.execute({ username: 'alice', password: BUILDER_PASSWORD }))) as Throttled;
-      // The oldest failure happened 105 s ago; the window is 900 s.
-      expect(error.retryAfterSeconds).toBe(795);
-      world.clock.advanceSeconds(error.retryAfterSeconds);
+      const error = (await rejectionOf(loginFrom(world, ATTACKER))) as Throttled;
+      // The last failure was 15 s ago, the first wait is 30 s.
+      expect(error.retryAfterSeconds).toBe(15);
+      world.clock.advanceSeconds(14);
+      expect(((await rejectionOf(loginFrom(world, ATTACKER))) as Throttled).retryAfterSeconds).toBe(1);
+      world.clock.advanceSeconds(1);
 
-      await expect(world.useCases.login.execute({ username: 'alice', password: BUILDER_PASSWORD })).resolves.toHaveProperty('token');
-    });
-
-    it('still throttles one second before Retry-After has passed', async () => {
-      const world = new World();
-      await world.actor('alice');
-      await failTimes(world, 'alice', 10);
-      world.clock.advanceSeconds(15 * 60 - 1);
-
-      const error = await rejectionOf(world.useCases.login.execute({ username: 'alice', password: BUILDER_PASSWORD }));
-
-      expect(error).toBeInstanceOf(Throttled);
-      expect((error as Throttled).retryAfterSeconds).toBe(1);
+      await expect(loginFrom(world, ATTACKER)).resolves.toHaveProperty('token');
     });
 
     it('does not count failures older than the window', async () => {
@@ -265,43 +275,65 @@ describe('Login', () => {
       world.clock.advanceSeconds(16 * 60);
       await failTimes(world, 'alice', 9);
 
-      await expect(world.useCases.login.execute({ username: 'alice', password: BUILDER_PASSWORD })).resolves.toHaveProperty('token');
+      await expect(loginFrom(world, ATTACKER)).resolves.toHaveProperty('token');
     });
 
-    it('throttles per username: another user still logs in', async () => {
+    it('throttles per username: another user still logs in from the same address', async () => {
       const world = new World();
       await world.actor('alice');
       await world.actor('bob');
       await failTimes(world, 'alice', 10);
 
-      await expect(world.useCases.login.execute({ username: 'bob', password: BUILDER_PASSWORD })).resolves.toHaveProperty('token');
+      await expect(world.useCases.login.execute({ username: 'bob', password: BUILDER_PASSWORD }, ATTACKER)).resolves.toHaveProperty('token');
     });
 
     it('throttles unknown usernames too, so guessing names is no faster', async () => {
       const world = new World();
       await failTimes(world, 'ghost', 10);
 
-      expect(await rejectionOf(world.useCases.login.execute({ username: 'ghost', password: 'x' }))).toBeInstanceOf(Throttled);
+      expect(await rejectionOf(world.useCases.login.execute({ username: 'ghost', password: 'x' }, ATTACKER))).toBeInstanceOf(Throttled);
     });
 
-    it('forgets earlier failures after a successful login', async () => {
+    it("forgets the address's earlier failures after a successful login from it", async () => {
       const world = new World();
       await world.actor('alice');
       await failTimes(world, 'alice', 9);
-      await world.useCases.login.execute({ username: 'alice', password: BUILDER_PASSWORD });
+      await loginFrom(world, ATTACKER);
       await failTimes(world, 'alice', 9);
 
-      await expect(world.useCases.login.execute({ username: 'alice', password: BUILDER_PASSWORD })).resolves.toHaveProperty('token');
+      await expect(loginFrom(world, ATTACKER)).resolves.toHaveProperty('token');
     });
 
-    it('follows the configured limit and window', async () => {
-      const world = new World({ loginFailureLimit: 3, loginFailureWindowSeconds: 60 });
+    it('past the per-username limit, every address waits from its first failure, but a fresh one still gets its attempt', async () => {
+      const world = new World({ loginUsernameFailureLimit: 20 });
+      await world.actor('alice');
+      for (let i = 0; i < 20; i++) await failTimes(world, 'alice', 1, 0, `192.0.2.${i + 1}`);
+
+      await failTimes(world, 'alice', 1, 0, '192.0.2.200');
+      expect(((await rejectionOf(world.useCases.login.execute({ username: 'alice', password: 'x' }, '192.0.2.200'))) as Throttled).retryAfterSeconds).toBe(30);
+      await expect(loginFrom(world, HOME)).resolves.toHaveProperty('token');
+    });
+
+    it('counts an IPv6 client by its /64 and an IPv4-mapped address as IPv4', async () => {
+      const world = new World({ loginFailureLimit: 2 });
+      await world.actor('alice');
+      await failTimes(world, 'alice', 1, 0, '2001:db8:1:2::10');
+      await failTimes(world, 'alice', 1, 0, '2001:db8:1:2:ffff::1');
+      expect(await rejectionOf(loginFrom(world, '2001:0db8:0001:0002::99'))).toBeInstanceOf(Throttled);
+      await expect(loginFrom(world, '2001:db8:1:3::1')).resolves.toHaveProperty('token');
+
+      await failTimes(world, 'alice', 2, 0, '::ffff:192.0.2.9');
+      expect(await rejectionOf(loginFrom(world, '192.0.2.9'))).toBeInstanceOf(Throttled);
+    });
+
+    it('follows the configured limit and first wait', async () => {
+      const world = new World({ loginFailureLimit: 3, loginBackoffSeconds: 7 });
       await world.actor('alice');
       await failTimes(world, 'alice', 3);
 
-      const error = (await rejectionOf(world.useCases.login.execute({ username: 'alice', password: BUILDER_PASSWORD }))) as Throttled;
+      const error = (await rejectionOf(loginFrom(world, ATTACKER))) as Throttled;
       expect(error).toBeInstanceOf(Throttled);
-      expect(error.retryAfterSeconds).toBe(60);
+      expect(error.retryAfterSeconds).toBe(7);
     });
   });
 

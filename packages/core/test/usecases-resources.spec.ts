@@ -280,10 +280,19 @@ describe('GrantPermission, ListPermissions and RevokePermission', () => {
 
 describe('certificates', () => {
   const pem = (cn: string | null, san?: string[]) => fakeCertificatePem({ cn, ...(san ? { san } : {}) });
+  const ALICE_DOMAINS = ['www.example.com', 'example.com', 'a.example.com', 'alias.example.com', 'shop.example.com'];
+
+  /** A user with an app (`<username>-app`) that has the given custom domains. */
+  async function tenant(world: World, username: string, domains: string[]): Promise<Actor> {
+    const actor = await world.actor(username);
+    await world.app(actor, `${username}-app`);
+    for (const domain of domains) await world.useCases.addDomain.execute(actor, `${username}-app`, { domain });
+    return actor;
+  }
 
   it('stores a certificate under its subject CN with the parsed details', async () => {
     const world = new World();
-    const alice = await world.actor('alice');
+    const alice = await tenant(world, 'alice', ALICE_DOMAINS);
     const certificate = pem('www.example.com', ['www.example.com', 'example.com']);
 
     const stored = await world.useCases.addCertificate.execute(alice, { certificate, key: fakePrivateKeyPem('www.example.com') }, '1.7');
@@ -304,7 +313,7 @@ describe('certificates', () => {
 
   it('stores the private key sealed with the server secret, never in plain text', async () => {
     const world = new World();
-    const alice = await world.actor('alice');
+    const alice = await tenant(world, 'alice', ALICE_DOMAINS);
     const key = fakePrivateKeyPem('www.example.com');
 
     const stored = await world.useCases.addCertificate.execute(alice, { certificate: pem('www.example.com'), key }, '1.7');
@@ -316,7 +325,7 @@ describe('certificates', () => {
 
   it('uses the first DNS name when the certificate has no common name', async () => {
     const world = new World();
-    const alice = await world.actor('alice');
+    const alice = await tenant(world, 'alice', ALICE_DOMAINS);
 
     const stored = await world.useCases.addCertificate.execute(
       alice,
@@ -329,7 +338,7 @@ describe('certificates', () => {
 
   it('from 1.3 lets common_name override the subject, in lower case', async () => {
     const world = new World();
-    const alice = await world.actor('alice');
+    const alice = await tenant(world, 'alice', ALICE_DOMAINS);
 
     const stored = await world.useCases.addCertificate.execute(
       alice,
@@ -342,7 +351,7 @@ describe('certificates', () => {
 
   it.each([['1.2'], ['1.0']] as const)('at %s ignores common_name and uses the subject', async (version) => {
     const world = new World();
-    const alice = await world.actor('alice');
+    const alice = await tenant(world, 'alice', ALICE_DOMAINS);
 
     const stored = await world.useCases.addCertificate.execute(
       alice,
@@ -355,7 +364,7 @@ describe('certificates', () => {
 
   it('refuses an invalid common_name override', async () => {
     const world = new World();
-    const alice = await world.actor('alice');
+    const alice = await tenant(world, 'alice', ALICE_DOMAINS);
 
     const error = await rejectionOf(
       world.useCases.addCertificate.execute(
@@ -370,7 +379,7 @@ describe('certificates', () => {
 
   it('refuses a certificate that names no host', async () => {
     const world = new World();
-    const alice = await world.actor('alice');
+    const alice = await tenant(world, 'alice', ALICE_DOMAINS);
 
     const error = await rejectionOf(world.useCases.addCertificate.execute(alice, { certificate: pem(null, []), key: fakePrivateKeyPem('') }, '1.7'));
 
@@ -380,7 +389,7 @@ describe('certificates', () => {
 
   it('refuses a key that does not match, an unreadable certificate, and missing fields', async () => {
     const world = new World();
-    const alice = await world.actor('alice');
+    const alice = await tenant(world, 'alice', ALICE_DOMAINS);
 
     const mismatch = await rejectionOf(
       world.useCases.addCertificate.execute(alice, { certificate: pem('www.example.com'), key: fakePrivateKeyPem('other.example.com') }, '1.7'),
@@ -398,10 +407,12 @@ describe('certificates', () => {
 
   it('refuses a second certificate for the same common name with AlreadyExists on common_name', async () => {
     const world = new World();
-    const alice = await world.actor('alice');
-    const bob = await world.actor('bob');
+    const alice = await tenant(world, 'alice', ALICE_DOMAINS);
+    const bob = await tenant(world, 'bob', ['b.example.com']);
     const body = { certificate: pem('www.example.com'), key: fakePrivateKeyPem('www.example.com') };
     await world.useCases.addCertificate.execute(alice, body, '1.7');
+    // A collaborator manages the app's domains too.
+    await world.useCases.grantPermission.execute(alice, 'alice-app', { username: 'bob' });
 
     const error = await rejectionOf(world.useCases.addCertificate.execute(bob, body, '1.7'));
 
@@ -413,8 +424,8 @@ describe('certificates', () => {
     async function twoOwners(): Promise<{ world: World; alice: Actor; bob: Actor; root: Actor }> {
       const world = new World();
       const root = await world.actor('root', { admin: true });
-      const alice = await world.actor('alice');
-      const bob = await world.actor('bob');
+      const alice = await tenant(world, 'alice', ALICE_DOMAINS);
+      const bob = await tenant(world, 'bob', ['b.example.com']);
       await world.useCases.addCertificate.execute(alice, { certificate: pem('a.example.com'), key: fakePrivateKeyPem('a.example.com') }, '1.7');
       await world.useCases.addCertificate.execute(bob, { certificate: pem('b.example.com'), key: fakePrivateKeyPem('b.example.com') }, '1.7');
       return { world, alice, bob, root };
@@ -452,6 +463,108 @@ describe('certificates', () => {
 
       expect(await rejectionOf(world.useCases.getCertificate.execute(root, 'nope.example.com'))).toBeInstanceOf(NotFound);
       expect(await rejectionOf(world.useCases.removeCertificate.execute(root, 'nope.example.com'))).toBeInstanceOf(NotFound);
+    });
+  });
+
+  describe('ownership of the names', () => {
+    const upload = (world: World, actor: Actor, cn: string | null, san?: string[], extra: Record<string, unknown> = {}, version: '1.7' | '1.2' = '1.7') =>
+      world.useCases.addCertificate.execute(actor, { certificate: pem(cn, san), key: fakePrivateKeyPem(cn ?? san?.[0] ?? 'x'), ...extra }, version);
+
+    it("refuses a certificate for another tenant's domain with Forbidden, and stores nothing", async () => {
+      const world = new World();
+      await tenant(world, 'alice', ['shop.alice.example']);
+      const mallory = await tenant(world, 'mallory', ['mallory.example']);
+
+      const error = await rejectionOf(upload(world, mallory, 'shop.alice.example'));
+
+      expect(error).toBeInstanceOf(Forbidden);
+      expect(error.code).toBe('CERT.NAME_NOT_CONTROLLED');
+      expect(error.message).toBe('The certificate names shop.alice.example, which is not a domain of an app you manage.');
+      expect(world.uow.snapshot().certificates).toEqual([]);
+    });
+
+    it('refuses a certificate whose alternative names include one name that is not the caller\'s', async () => {
+      const world = new World();
+      await tenant(world, 'alice', ['shop.alice.example']);
+      const mallory = await tenant(world, 'mallory', ['mallory.example']);
+
+      expect(await rejectionOf(upload(world, mallory, 'mallory.example', ['mallory.example', 'shop.alice.example']))).toBeInstanceOf(Forbidden);
+    });
+
+    it('refuses a name attached to no app the same way, and a common_name override that is not the caller\'s', async () => {
+      const world = new World();
+      const alice = await tenant(world, 'alice', ['shop.alice.example']);
+
+      expect((await rejectionOf(upload(world, alice, 'nobody.example'))).code).toBe('CERT.NAME_NOT_CONTROLLED');
+      expect(await rejectionOf(upload(world, alice, 'shop.alice.example', undefined, { common_name: 'bank.example' }))).toBeInstanceOf(Forbidden);
+    });
+
+    it("accepts the platform host of the caller's app and names and wildcards under it, not another app's", async () => {
+      const world = new World();
+      const alice = await tenant(world, 'alice', []);
+      await tenant(world, 'bob', []);
+
+      await expect(upload(world, alice, 'alice-app.localhost', ['alice-app.localhost', '*.alice-app.localhost', 'www.alice-app.localhost'])).resolves.toMatchObject({ owner: 'alice' });
+      expect(await rejectionOf(upload(world, alice, 'bob-app.localhost'))).toBeInstanceOf(Forbidden);
+      expect(await rejectionOf(upload(world, alice, '*.localhost'))).toBeInstanceOf(Forbidden);
+    });
+
+    it('refuses a wildcard over a custom domain, even to its owner', async () => {
+      const world = new World();
+      const alice = await tenant(world, 'alice', ['www.alice.example']);
+
+      expect(await rejectionOf(upload(world, alice, '*.alice.example'))).toBeInstanceOf(Forbidden);
+    });
+
+    it("lets an administrator upload the platform wildcard, and certificates for any app's domains", async () => {
+      const world = new World({ platformDomain: 'apps.example.net' });
+      const root = await world.actor('root', { admin: true });
+      await tenant(world, 'alice', ['shop.alice.example']);
+
+      await expect(upload(world, root, '*.apps.example.net', ['*.apps.example.net', 'apps.example.net'])).resolves.toMatchObject({ commonName: '*.apps.example.net' });
+      await expect(upload(world, root, 'shop.alice.example')).resolves.toMatchObject({ owner: 'root' });
+      expect(await rejectionOf(upload(world, root, 'unattached.example'))).toBeInstanceOf(Forbidden);
+    });
+  });
+
+  describe('serving', () => {
+    it('serves a certificate while its name is the owner\'s, and no longer once the domain moved to another tenant', async () => {
+      const world = new World();
+      const alice = await tenant(world, 'alice', ['shop.example.org']);
+      const bob = await tenant(world, 'bob', []);
+      await world.useCases.addCertificate.execute(alice, { certificate: pem('shop.example.org'), key: fakePrivateKeyPem('shop.example.org') }, '1.7');
+      expect(await world.useCases.certificateForServerName.execute('Shop.Example.org')).toMatchObject({ owner: 'alice' });
+
+      await world.useCases.removeDomain.execute(alice, 'alice-app', 'shop.example.org');
+      expect(await world.useCases.certificateForServerName.execute('shop.example.org')).toBeNull();
+      await world.useCases.addDomain.execute(bob, 'bob-app', { domain: 'shop.example.org' });
+      expect(await world.useCases.certificateForServerName.execute('shop.example.org')).toBeNull();
+    });
+
+    it("replaces a certificate left by a user who no longer has the name when its new owner uploads one", async () => {
+      const world = new World();
+      const alice = await tenant(world, 'alice', ['shop.example.org']);
+      const bob = await tenant(world, 'bob', []);
+      await world.useCases.addCertificate.execute(alice, { certificate: pem('shop.example.org'), key: fakePrivateKeyPem('shop.example.org') }, '1.7');
+      await world.useCases.removeDomain.execute(alice, 'alice-app', 'shop.example.org');
+      await world.useCases.addDomain.execute(bob, 'bob-app', { domain: 'shop.example.org' });
+
+      await world.useCases.addCertificate.execute(bob, { certificate: pem('shop.example.org'), key: fakePrivateKeyPem('shop.example.org') }, '1.7');
+
+      expect(world.uow.snapshot().certificates.map((c) => c.owner)).toEqual(['bob']);
+      expect(await world.useCases.certificateForServerName.execute('shop.example.org')).toMatchObject({ owner: 'bob' });
+    });
+
+    it('stops serving once the app is transferred to another user, and knows no unknown name', async () => {
+      const world = new World();
+      const alice = await tenant(world, 'alice', ['shop.example.org']);
+      await world.actor('bob');
+      await world.useCases.addCertificate.execute(alice, { certificate: pem('shop.example.org'), key: fakePrivateKeyPem('shop.example.org') }, '1.7');
+
+      await world.useCases.updateApp.execute(alice, 'alice-app', { owner: 'bob' });
+
+      expect(await world.useCases.certificateForServerName.execute('shop.example.org')).toBeNull();
+      expect(await world.useCases.certificateForServerName.execute('nothing.example.org')).toBeNull();
     });
   });
 });

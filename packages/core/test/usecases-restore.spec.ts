@@ -1,4 +1,4 @@
-import { RESTORE_PAGE_SIZE } from '@svc/core';
+import { DEFAULT_SETTINGS, RESTORE_PAGE_SIZE } from '@svc/core';
 import type { Actor } from '@svc/core';
 import { aContainer } from '@svc/core/testing';
 import { World } from './support/world';
@@ -100,7 +100,7 @@ describe('RestoreContainers', () => {
   });
 
   it('goes through every page of apps', async () => {
-    const world = new World();
+    const world = new World({ quotas: { ...DEFAULT_SETTINGS.quotas, appsPerUser: 1000 } });
     const alice = await world.actor('alice');
     const count = RESTORE_PAGE_SIZE + 3;
     for (let i = 0; i < count; i++) await world.deployedApp(alice, `app-${i}`, { web: 'node server.js' });

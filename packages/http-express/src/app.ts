@@ -7,6 +7,7 @@ import { silentLogger, type HttpLogger } from './logger';
 import { answerOptions, requestStart, selectVersion } from './middleware';
 import { routerFor, type RouteContext } from './routing';
 import { inSequence } from './sequence';
+import { corsPolicy, hostCheck } from './origins';
 import { securityHeaders } from './security';
 import { accountRoutes } from './routes/accounts';
 import { appRoutes } from './routes/apps';
@@ -30,8 +31,12 @@ export interface HttpOptions {
   readyDetails?: () => Record<string, string>;
   /** Where request lines and unexpected errors are written; nothing is logged without one. */
   logger?: HttpLogger;
-  /** Trust `X-Forwarded-*` headers from a reverse proxy (for protocol and host in page links). */
+  /** Trust `X-Forwarded-*` headers from a reverse proxy (client address, protocol and host). */
   trustProxy?: boolean;
+  /** Origins whose pages may call the API (`*`: any). Default none: cross-origin requests are refused. */
+  corsAllowedOrigins?: readonly string[];
+  /** Host names answered besides IP addresses, localhost and the platform domain (`.example.com`: and names under it). */
+  allowedHosts?: readonly string[];
   /** Bytes of log lines held for a follower that reads slower than the log grows. Default 1 MiB. */
   followBufferBytes?: number;
   /** When aborted, open log follow streams end, so that a graceful stop need not wait for them. */
@@ -62,6 +67,8 @@ export function createHttpApp(options: HttpOptions): Application {
     inSequence(
       requestStart(options.defaultVersion, options.platformVersion, logger),
       securityHeaders,
+      corsPolicy(options.corsAllowedOrigins ?? []),
+      hostCheck(options.allowedHosts ?? [], options.platformDomain),
       selectVersion(options.platformVersion),
       answerOptions,
     ),

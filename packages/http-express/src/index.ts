@@ -1,4 +1,5 @@
 export { createHttpApp, type HttpOptions } from './app';
 export { httpServerOptions } from './node-server';
+export { limitConnections, timeoutOptions, type ConnectionLimits, type RefusalListener } from './connections';
 export type { HttpLogger } from './logger';
 export { BoundedLineWriter, DEFAULT_FOLLOW_BUFFER_BYTES, FOLLOW_MARKER_SOURCE, followRequested, type LineSink } from './follow';

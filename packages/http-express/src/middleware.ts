@@ -5,7 +5,6 @@ import {
   ALLOWED_METHODS,
   ALLOWED_REQUEST_HEADERS,
   CLIENT_VERSION_HEADERS,
-  EXPOSED_HEADERS,
   VERSION_REQUEST_HEADERS,
   applyVersionHeaders,
 } from './headers';
@@ -32,8 +31,6 @@ export function requestStart(defaultVersion: ApiVersion, platformVersion: string
     const requestId = incoming !== undefined && SANE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
     setState(res, { requestId, version: defaultVersion, policy: defaultPolicy, allowedMethods: new Set() });
     res.setHeader('X-Request-Id', requestId);
-    res.setHeader('Access-Control-Allow-Origin', '*');
-    res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS.join(', '));
     applyVersionHeaders(res, defaultPolicy, platformVersion);
     // The request line is built when the response ends, unless the logger would drop it.
     if (logger.isLevelEnabled?.('info') === false) {
@@ -90,14 +87,19 @@ export function selectVersion(platformVersion: string): RequestHandler {
   };
 }
 
-/** Answers CORS preflight (and any other OPTIONS request) without authentication. */
+/**
+ * Answers OPTIONS without authentication: a CORS preflight from an allowed origin (corsPolicy
+ * refused the others before) with the methods and headers it may use, any other with 204.
+ */
 export function answerOptions(req: Request, res: Response, next: NextFunction): void {
   if (req.method !== 'OPTIONS') {
     next();
     return;
   }
-  res.setHeader('Access-Control-Allow-Methods', ALLOWED_METHODS.join(', '));
-  res.setHeader('Access-Control-Allow-Headers', ALLOWED_REQUEST_HEADERS.join(', '));
-  res.setHeader('Access-Control-Max-Age', '86400');
+  if (req.headers.origin !== undefined) {
+    res.setHeader('Access-Control-Allow-Methods', ALLOWED_METHODS.join(', '));
+    res.setHeader('Access-Control-Allow-Headers', ALLOWED_REQUEST_HEADERS.join(', '));
+    res.setHeader('Access-Control-Max-Age', '86400');
+  }
   res.status(204).end();
 }

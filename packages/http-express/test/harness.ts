@@ -54,6 +54,10 @@ export interface HarnessOptions {
   override?: (useCases: UseCases) => Partial<UseCases>;
   followBufferBytes?: number;
   shutdown?: AbortSignal;
+  /** Default none, as in production. */
+  corsAllowedOrigins?: string[];
+  /** Default `.example.com`, the host names the tests use. */
+  allowedHosts?: string[];
 }
 
 /** The platform version the test application announces. */
@@ -94,6 +98,8 @@ export function harness(options: HarnessOptions = {}): Harness {
     trustProxy: options.trustProxy,
     followBufferBytes: options.followBufferBytes,
     shutdown: options.shutdown,
+    corsAllowedOrigins: options.corsAllowedOrigins,
+    allowedHosts: options.allowedHosts ?? ['.example.com'],
   });
   return { app, scheduler, clock, logs, uow, logger, useCases };
 }

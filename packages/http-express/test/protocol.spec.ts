@@ -107,32 +107,91 @@ describe('Paths and methods', () => {
 describe('Common response headers', () => {
   const h = harness();
 
-  it('no X-Powered-By, CORS for any origin, and the version headers exposed', async () => {
-    const res = await request(h.app).get('/healthz').set('Origin', 'https://ui.example.com').expect(200);
+  it('no X-Powered-By, and no CORS headers for a request without an Origin', async () => {
+    const res = await request(h.app).get('/healthz').expect(200);
     expect(res.headers['x-powered-by']).toBeUndefined();
-    expect(res.headers['access-control-allow-origin']).toBe('*');
-    const exposed = (res.headers['access-control-expose-headers'] as string).split(', ');
-    expect(exposed).toEqual(
-      expect.arrayContaining(['SVC_API_VERSION', 'SVC_PLATFORM_VERSION', 'X_SVC_API_VERSION', 'X_SVC_PLATFORM_VERSION', 'Svc-Release', 'X-Svc-Release']),
-    );
+    expect(res.headers['access-control-allow-origin']).toBeUndefined();
   });
 
-  it('CORS headers are on errors too', async () => {
-    const res = await request(h.app).get('/v1/apps').expect(401);
-    expect(res.headers['access-control-allow-origin']).toBe('*');
+  it('by default a cross-origin request is refused 403 without any CORS allowance, authenticated or not', async () => {
+    const token = await signUp(h.app, 'corsalice');
+    for (const res of [
+      await request(h.app).get('/v1/apps').set('Origin', 'https://evil.example.net').set('Authorization', auth(token)),
+      await request(h.app).post('/v1/auth/register').set('Origin', 'null').type('form').send({ username: 'x', password: 'y' }),
+    ]) {
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual({ detail: 'Cross-origin requests from this origin are not allowed.' });
+      expect(res.headers['access-control-allow-origin']).toBeUndefined();
+    }
+    expect((await h.uow.repositories.users.findByUsername('x'))).toBeNull();
   });
 
-  it('a preflight is answered 204 without credentials', async () => {
+  it('by default a preflight is refused 403 without Access-Control-Allow-* headers', async () => {
     const res = await request(h.app)
       .options('/v1/apps/myapp/config')
       .set('Origin', 'https://ui.example.com')
       .set('Access-Control-Request-Method', 'POST')
-      .set('Access-Control-Request-Headers', 'authorization, content-type, svc_api_version')
-      .expect(204);
-    expect(res.headers['access-control-allow-methods']).toBe('GET, HEAD, POST, DELETE, OPTIONS');
-    const allowed = (res.headers['access-control-allow-headers'] as string).split(', ');
-    expect(allowed).toEqual(expect.arrayContaining(['Authorization', 'Content-Type', 'SVC_API_VERSION', 'Svc-Api-Version', 'X_SVC_API_VERSION']));
-    expect(res.headers.svc_api_version).toBe('1.7');
+      .expect(403);
+    expect(res.headers['access-control-allow-origin']).toBeUndefined();
+    expect(res.headers['access-control-allow-methods']).toBeUndefined();
+  });
+
+  describe('with an allow-list', () => {
+    const allowed = harness({ corsAllowedOrigins: ['https://ui.example.com'] });
+
+    it('an allowed origin gets itself as Access-Control-Allow-Origin and the version headers exposed, on errors too', async () => {
+      const res = await request(allowed.app).get('/v1/apps').set('Origin', 'https://ui.example.com').expect(401);
+      expect(res.headers['access-control-allow-origin']).toBe('https://ui.example.com');
+      expect(res.headers.vary).toMatch(/Origin/);
+      const exposed = (res.headers['access-control-expose-headers'] as string).split(', ');
+      expect(exposed).toEqual(
+        expect.arrayContaining(['SVC_API_VERSION', 'SVC_PLATFORM_VERSION', 'X_SVC_API_VERSION', 'X_SVC_PLATFORM_VERSION', 'Svc-Release', 'X-Svc-Release']),
+      );
+    });
+
+    it('a preflight from an allowed origin is answered 204 without credentials', async () => {
+      const res = await request(allowed.app)
+        .options('/v1/apps/myapp/config')
+        .set('Origin', 'https://ui.example.com')
+        .set('Access-Control-Request-Method', 'POST')
+        .set('Access-Control-Request-Headers', 'authorization, content-type, svc_api_version')
+        .expect(204);
+      expect(res.headers['access-control-allow-origin']).toBe('https://ui.example.com');
+      expect(res.headers['access-control-allow-methods']).toBe('GET, HEAD, POST, DELETE, OPTIONS');
+      const headers = (res.headers['access-control-allow-headers'] as string).split(', ');
+      expect(headers).toEqual(expect.arrayContaining(['Authorization', 'Content-Type', 'SVC_API_VERSION', 'Svc-Api-Version', 'X_SVC_API_VERSION']));
+      expect(res.headers.svc_api_version).toBe('1.7');
+    });
+
+    it('another origin is still refused', async () => {
+      const res = await request(allowed.app).get('/healthz').set('Origin', 'https://ui.example.com.evil.net').expect(403);
+      expect(res.headers['access-control-allow-origin']).toBeUndefined();
+    });
+
+    it('"*" allows any origin with Access-Control-Allow-Origin: *', async () => {
+      const any = harness({ corsAllowedOrigins: ['*'] });
+      const res = await request(any.app).get('/healthz').set('Origin', 'https://anything.example.org').expect(200);
+      expect(res.headers['access-control-allow-origin']).toBe('*');
+    });
+  });
+
+  describe('Host header', () => {
+    it('answers IP addresses, localhost, the platform domain and configured names', async () => {
+      for (const host of ['127.0.0.1:8000', '[::1]:8000', '10.1.2.3', 'localhost:8000', 'api.localhost', 'svc.test', 'controller.svc.test', 'api.example.com']) {
+        const res = await request(h.app).get('/v1/apps').set('Host', host);
+        expect([host, res.status]).toEqual([host, 401]);
+      }
+    });
+
+    it('refuses any other name with 400, as a DNS-rebinding page would send', async () => {
+      const res = await request(h.app).post('/v1/auth/register').set('Host', 'rebind.attacker.test:8000').send({ username: 'rebound', password: 'x-Secret-1' }).expect(400);
+      expect(res.body).toEqual({ detail: 'Invalid Host header: this server does not answer for that name.' });
+      expect(await h.uow.repositories.users.findByUsername('rebound')).toBeNull();
+    });
+
+    it('answers the probes whatever the Host', async () => {
+      await request(h.app).get('/healthz').set('Host', 'controller.default.svc.cluster.local').expect(200);
+    });
   });
 
   it('X-Request-Id is generated on every response', async () => {

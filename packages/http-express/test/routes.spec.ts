@@ -330,6 +330,9 @@ describe('Domains, keys, permissions, certificates', () => {
   });
 
   it('certificates: POST → 201 detail without the key, GET list and detail, DELETE → 204', async () => {
+    for (const domain of ['www.example.com', 'example.com']) {
+      await request(h.app).post('/v1/apps/myapp/domains').set('Authorization', auth(alice)).send({ domain }).expect(201);
+    }
     const key = fakePrivateKeyPem('www.example.com');
     const res = await request(h.app)
       .post('/v1/certs/')
@@ -357,5 +360,15 @@ describe('Domains, keys, permissions, certificates', () => {
     await request(h.app).get('/v1/certs/www.example.com').set('Authorization', auth(root)).expect(200);
     await request(h.app).delete('/v1/certs/www.example.com').set('Authorization', auth(alice)).expect(204);
     await request(h.app).get('/v1/certs/www.example.com').set('Authorization', auth(alice)).expect(404);
+  });
+
+  it("certificates: 403 for a name that is not a domain of the caller's apps, and nothing is stored", async () => {
+    const res = await request(h.app)
+      .post('/v1/certs/')
+      .set('Authorization', auth(bob))
+      .send({ certificate: fakeCertificatePem({ cn: 'www.example.com' }), key: fakePrivateKeyPem('www.example.com') })
+      .expect(403);
+    expect(res.body).toEqual({ detail: 'The certificate names www.example.com, which is not a domain of an app you manage.' });
+    await request(h.app).get('/v1/certs/www.example.com').set('Authorization', auth(root)).expect(404);
   });
 });

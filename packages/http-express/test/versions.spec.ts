@@ -208,6 +208,9 @@ describe('Endpoints by version', () => {
   });
 
   it('a certificate common name override counts from 1.3 only', async () => {
+    for (const domain of ['one.example.com', 'two.example.com', 'custom.example.com']) {
+      await call('post', '/v1/apps/myapp/domains', '1.7', root).send({ domain }).expect(201);
+    }
     const body = { certificate: fakeCertificatePem({ cn: 'one.example.com' }), key: fakePrivateKeyPem('one.example.com'), common_name: 'custom.example.com' };
     const at12 = await call('post', '/v1/certs', '1.2', root).send(body).expect(201);
     expect(at12.body.common_name).toBe('one.example.com');

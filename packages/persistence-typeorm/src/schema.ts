@@ -37,6 +37,7 @@ export interface LoginFailureRow {
   id: number;
   username: string;
   at: Date;
+  address: string;
 }
 
 /** A row of `apps`. */
@@ -225,6 +226,7 @@ export function buildSchemas(dialect: Dialect): Schemas {
       id: serial,
       username: text,
       at: instant,
+      address: text,
     }),
     apps: schema<AppRow>('AppRow', 'apps', { uuid: key, id: text, owner: text, structure: json, ...stamps }),
     configs: schema<ConfigRow>('ConfigRow', 'configs', {

@@ -239,6 +239,7 @@ if (baseUrl === undefined || baseUrl === '') {
           { name: 'DeployLeases1764072000000' },
           { name: 'InitialSchema1763712000000' },
           { name: 'ListCounts1763990000000' },
+          { name: 'LoginFailureAddress1764000000010' },
           { name: 'SharedState1763798400000' },
         ]);
       });

@@ -245,6 +245,7 @@ describe('SQLite persistence', () => {
           'DeployLeases1764072000000',
           'InitialSchema1763712000000',
           'ListCounts1763990000000',
+          'LoginFailureAddress1764000000010',
           'SharedState1763798400000',
         ]);
       } finally {

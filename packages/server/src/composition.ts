@@ -3,6 +3,7 @@ import { Container, ContainerModule } from 'inversify';
 import type { Application } from 'express';
 import {
   TOKENS,
+  EscapingLogStore,
   type ApiVersion,
   USE_CASES,
   type CoreDependencies,
@@ -66,6 +67,10 @@ export interface CompositionOptions {
   apiVersion: ApiVersion;
   platformVersion: string;
   trustProxy: boolean;
+  /** Origins whose pages may call the API; absent: none. */
+  corsAllowedOrigins?: readonly string[];
+  /** Host names the API answers besides IP addresses, localhost and the platform domain. */
+  allowedHosts?: readonly string[];
   logger: HttpLogger;
   /** How pushed commits are built into images; absent or null: they run from their checkout. */
   imageBuilds?: ImageBuildSettings | null;
@@ -87,6 +92,11 @@ export interface GitSetup {
   hostKey: string;
   /** The address of a deployed app, shown to the pusher. */
   appUrl: (appId: string) => string | null;
+  /** Time from connecting to being authenticated, in ms. */
+  authTimeoutMs?: number;
+  /** Open connections in all, and from one client address. */
+  maxConnections?: number;
+  maxConnectionsPerAddress?: number;
 }
 
 const gitModule = (git: GitSetup | null, logger: HttpLogger) =>
@@ -154,7 +164,8 @@ const parsersModule = new ContainerModule(({ bind }) => {
 
 const logsModule = (directory: string, store: LogStore | undefined) =>
   new ContainerModule(({ bind }) => {
-    bind<LogStore>(TOKENS.LogStore).toDynamicValue(() => store ?? new FileLogStore(directory));
+    // Control characters are escaped on the way in, whoever writes: app output, builds, platform lines.
+    bind<LogStore>(TOKENS.LogStore).toDynamicValue(() => new EscapingLogStore(store ?? new FileLogStore(directory)));
   });
 
 const schedulerModule = (
@@ -272,6 +283,8 @@ const httpModule = (options: CompositionOptions) =>
         readyDetails: options.readyDetails,
         logger: options.logger,
         trustProxy: options.trustProxy,
+        corsAllowedOrigins: options.corsAllowedOrigins,
+        allowedHosts: options.allowedHosts,
         shutdown: options.shutdown,
       }),
     );
@@ -290,7 +303,7 @@ const routerModule = (options: CompositionOptions) =>
             : null;
       return new AppRouter({
         routes: new PlatformRouteTable(uow, options.settings.platformDomain, endpoints),
-        certificates: new StoredCertificates(uow, ctx.get<SecretBox>(TOKENS.SecretBox)),
+        certificates: new StoredCertificates(ctx.get<UseCases>(TOKENS.UseCases).certificateForServerName, ctx.get<SecretBox>(TOKENS.SecretBox)),
         logger: options.logger,
       });
     });

@@ -64,6 +64,29 @@ export interface ImageBuildSettings {
 }
 /** The variable that lets apps run unconfined, for one trusted developer on their own machine. */
 export const UNSAFE_SWITCH = 'UNSAFE_SINGLE_USER_DEV';
+/** How many connections the API server takes, and how long it waits for slow or idle ones. */
+export interface ConnectionLimits {
+  /** API_MAX_CONNECTIONS: open connections in all. */
+  maxConnections: number;
+  /** API_MAX_CONNECTIONS_PER_ADDRESS: open connections from one client address. */
+  maxConnectionsPerAddress: number;
+  /** API_HEADERS_TIMEOUT_MS: time to receive a request's headers. */
+  headersTimeoutMs: number;
+  /** API_REQUEST_TIMEOUT_MS: time to receive a whole request (not to answer it). */
+  requestTimeoutMs: number;
+  /** API_KEEP_ALIVE_TIMEOUT_MS: how long an idle keep-alive connection is kept. */
+  keepAliveTimeoutMs: number;
+}
+
+/** How many connections the git SSH server takes. */
+export interface GitConnectionLimits {
+  /** GIT_SSH_MAX_CONNECTIONS */
+  maxConnections: number;
+  /** GIT_SSH_MAX_CONNECTIONS_PER_ADDRESS */
+  maxConnectionsPerAddress: number;
+  /** GIT_SSH_AUTH_TIMEOUT_MS: time from connecting to being authenticated. */
+  authTimeoutMs: number;
+}
 
 /** Everything the server reads from its environment, validated. */
 export interface ServerConfig {
@@ -86,6 +109,12 @@ export interface ServerConfig {
   production: boolean;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   trustProxy: boolean;
+  /** CORS_ALLOWED_ORIGINS: origins whose pages may call the API (`*`: any); empty: none. */
+  corsAllowedOrigins: string[];
+  /** ALLOWED_HOSTS: host names the API answers besides IP addresses, localhost and the platform domain. */
+  allowedHosts: string[];
+  connections: ConnectionLimits;
+  gitConnections: GitConnectionLimits;
   shutdownTimeoutMs: number;
   /** The git SSH server's port (`GIT_SSH_PORT`, 0 = any free port); null when it is off. */
   gitSshPort: number | null;
@@ -292,6 +321,43 @@ function defaultMemory(env: Env): string | null {
   return value;
 }
 
+/** `CORS_ALLOWED_ORIGINS`: `*`, or origins such as `https://ui.example.com` (scheme, host, optional port). */
+function corsOrigins(env: Env): string[] {
+  const origins = list(env, 'CORS_ALLOWED_ORIGINS');
+  for (const origin of origins) {
+    if (origin === '*') continue;
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = null;
+    }
+    if (parsed === null || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin.toLowerCase().replace(/\/$/, '')) {
+      throw new ConfigError('CORS_ALLOWED_ORIGINS', `must be * or origins such as https://ui.example.com, got "${origin}"`);
+    }
+  }
+  return origins.map((origin) => (origin === '*' ? origin : new URL(origin).origin));
+}
+
+/** `ALLOWED_HOSTS`: host names, `.example.com` for example.com and every name under it. */
+function allowedHosts(env: Env): string[] {
+  const hosts = list(env, 'ALLOWED_HOSTS').map((host) => host.toLowerCase());
+  for (const host of hosts) {
+    if (!HOSTNAME.test(host.startsWith('.') ? host.slice(1) : host)) {
+      throw new ConfigError('ALLOWED_HOSTS', `must be host names such as svc.example.com or .example.com, got "${host}"`);
+    }
+  }
+  return hosts;
+}
+
+/** A comma-separated list; blank items are dropped. */
+function list(env: Env, name: string): string[] {
+  return text(env, name, '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item.length > 0);
+}
+
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
 
 /**
@@ -315,6 +381,8 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     .map((name) => name.trim())
     .filter((name) => name.length > 0);
   const ttl = integer(env, 'TOKEN_TTL_SECONDS', 0, 0, 10 * 365 * 24 * 3600);
+  const window = integer(env, 'LOGIN_FAILURE_WINDOW_SECONDS', DEFAULT_SETTINGS.loginFailureWindowSeconds, 1, 7 * 24 * 3600);
+  const quotas = DEFAULT_SETTINGS.quotas;
 
   const settings: Settings = {
     platformDomain,
@@ -324,8 +392,21 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     scaleMaxPerType: integer(env, 'SCALE_MAX_PER_TYPE', DEFAULT_SETTINGS.scaleMaxPerType, 1, 10000),
     runTimeoutSeconds: integer(env, 'RUN_TIMEOUT_SECONDS', DEFAULT_SETTINGS.runTimeoutSeconds, 1, 24 * 3600),
     runOutputLimitBytes: integer(env, 'RUN_OUTPUT_LIMIT', DEFAULT_SETTINGS.runOutputLimitBytes, 1024, 64 * 1024 * 1024),
-    loginFailureLimit: DEFAULT_SETTINGS.loginFailureLimit,
-    loginFailureWindowSeconds: DEFAULT_SETTINGS.loginFailureWindowSeconds,
+    loginFailureLimit: integer(env, 'LOGIN_FAILURE_LIMIT', DEFAULT_SETTINGS.loginFailureLimit, 1, 10000),
+    loginFailureWindowSeconds: window,
+    loginBackoffSeconds: integer(env, 'LOGIN_BACKOFF_SECONDS', DEFAULT_SETTINGS.loginBackoffSeconds, 1, window),
+    loginBackoffMaxSeconds: integer(env, 'LOGIN_BACKOFF_MAX_SECONDS', Math.min(DEFAULT_SETTINGS.loginBackoffMaxSeconds, window), 1, window),
+    loginUsernameFailureLimit: integer(env, 'LOGIN_USERNAME_FAILURE_LIMIT', DEFAULT_SETTINGS.loginUsernameFailureLimit, 1, 1_000_000),
+    logFollowersPerUser: integer(env, 'LOG_FOLLOWERS_PER_USER', DEFAULT_SETTINGS.logFollowersPerUser, 1, 100_000),
+    logFollowersTotal: integer(env, 'LOG_FOLLOWERS_TOTAL', DEFAULT_SETTINGS.logFollowersTotal, 1, 1_000_000),
+    quotas: {
+      appsPerUser: integer(env, 'QUOTA_APPS_PER_USER', quotas.appsPerUser, 1, 1_000_000),
+      processTypesPerApp: integer(env, 'QUOTA_PROCESS_TYPES_PER_APP', quotas.processTypesPerApp, 1, 10_000),
+      processesPerApp: integer(env, 'QUOTA_PROCESSES_PER_APP', quotas.processesPerApp, 1, 1_000_000),
+      processesPerUser: integer(env, 'QUOTA_PROCESSES_PER_USER', quotas.processesPerUser, 1, 1_000_000),
+      configBytes: integer(env, 'QUOTA_CONFIG_BYTES', quotas.configBytes, 1, 64 * 1024 * 1024),
+      domainsPerApp: integer(env, 'QUOTA_DOMAINS_PER_APP', quotas.domainsPerApp, 1, 1_000_000),
+    },
     buildRetention: integer(env, 'BUILD_RETENTION', DEFAULT_SETTINGS.buildRetention, 1, 1000),
     deployLeaseSeconds: integer(env, 'DEPLOY_LEASE_SECONDS', DEFAULT_SETTINGS.deployLeaseSeconds, 3, 3600),
   };
@@ -352,6 +433,20 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     production,
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
     trustProxy: flag(env, 'TRUST_PROXY', false),
+    corsAllowedOrigins: corsOrigins(env),
+    allowedHosts: allowedHosts(env),
+    connections: {
+      maxConnections: integer(env, 'API_MAX_CONNECTIONS', 2000, 1, 1_000_000),
+      maxConnectionsPerAddress: integer(env, 'API_MAX_CONNECTIONS_PER_ADDRESS', 100, 1, 1_000_000),
+      headersTimeoutMs: integer(env, 'API_HEADERS_TIMEOUT_MS', 20_000, 100, 3_600_000),
+      requestTimeoutMs: integer(env, 'API_REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000),
+      keepAliveTimeoutMs: integer(env, 'API_KEEP_ALIVE_TIMEOUT_MS', 65_000, 100, 3_600_000),
+    },
+    gitConnections: {
+      maxConnections: integer(env, 'GIT_SSH_MAX_CONNECTIONS', 200, 1, 1_000_000),
+      maxConnectionsPerAddress: integer(env, 'GIT_SSH_MAX_CONNECTIONS_PER_ADDRESS', 10, 1, 1_000_000),
+      authTimeoutMs: integer(env, 'GIT_SSH_AUTH_TIMEOUT_MS', 20_000, 100, 3_600_000),
+    },
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0, 600000),
     gitSshPort: gitSshPort(env),
     gitSshHost: text(env, 'GIT_SSH_HOST', text(env, 'HOST', '127.0.0.1')),

@@ -1,4 +1,4 @@
-import type { SecretBox, UnitOfWork } from '@svc/core';
+import type { Certificate, SecretBox, UnitOfWork } from '@svc/core';
 import { hostNameOf, type CertificateStore, type ResolvedRoute, type RouteTable, type RouteTarget, type ServedCertificate } from '@svc/router-http';
 
 /** Where an app's processes of one type listen; the process scheduler is one. */
@@ -75,19 +75,28 @@ export class PlatformRouteTable implements RouteTable {
   }
 }
 
-/** The router's certificates: those uploaded through the API, by common name, with the private key unsealed. */
+/** Finds the certificate stored under a name whose owner still controls it: the core's CertificateForServerName. */
+export interface ServableCertificates {
+  execute(name: string): Promise<Certificate | null>;
+}
+
+/**
+ * The router's certificates: those uploaded through the API, by common name, with the
+ * private key unsealed, and only while the name belongs to one of the owner's apps.
+ */
 export class StoredCertificates implements CertificateStore {
   constructor(
-    private readonly uow: UnitOfWork,
+    private readonly certificates: ServableCertificates,
     private readonly secrets: SecretBox,
   ) {}
 
   /**
-   * The certificate whose common name is exactly `serverName` (e.g. `*.example.com`), or null.
+   * The certificate whose common name is exactly `serverName` (e.g. `*.example.com`), or
+   * null, also when the name is no longer the certificate owner's (see CertificateForServerName).
    * @throws Unavailable (as a rejection) when the database cannot be reached; Error when the key cannot be unsealed.
    */
   async find(serverName: string): Promise<ServedCertificate | null> {
-    const stored = await this.uow.repositories.certificates.find(serverName.toLowerCase());
+    const stored = await this.certificates.execute(serverName.toLowerCase());
     if (stored === null) return null;
     return { certificate: stored.certificate, key: this.secrets.open(stored.sealedKey) };
   }

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Scheduler, UseCases } from '@svc/core';
 import { generateSecretKey } from '@svc/crypto-node';
-import { httpServerOptions } from '@svc/http-express';
+import { httpServerOptions, limitConnections, timeoutOptions } from '@svc/http-express';
 import { createDatabase, type Database } from '@svc/persistence-typeorm';
 import type { ProcessScheduler, SandboxStatus } from '@svc/scheduler-process';
 import { createEngine, pingEngine, type DockerScheduler } from '@svc/scheduler-docker';
@@ -65,12 +65,33 @@ function gitSetup(config: ServerConfig, dataDir: string, routerPort: () => numbe
       repositories: join(dataDir, 'git'),
       builds: join(dataDir, 'builds'),
       hostKey: hostKey.privateKey,
+      ...config.gitConnections,
       // Shown to the pusher once the app is released: where the router answers for it.
       appUrl: (appId) => {
         const port = routerPort();
         return port === null ? null : `http://${appId}.${domain}${port === 80 ? '' : `:${port}`}`;
       },
     },
+  };
+}
+
+/** The listening address as an allowed Host when it is a name (not a wildcard address). */
+function configuredHost(host: string): string[] {
+  const name = host.toLowerCase();
+  return name === '0.0.0.0' || name === '::' || name.includes(':') || /^[0-9.]+$/.test(name) ? [] : [name];
+}
+
+/** Logs refused connections at most once every 10 s with how many there were, so that a flood does not flood the log. */
+export function refusalLog(logger: Logger, server: string): (reason: 'total' | 'address', client: string) => void {
+  let last = 0;
+  let since = 0;
+  return (reason, client) => {
+    since += 1;
+    const now = Date.now();
+    if (now - last < 10_000) return;
+    logger.warn({ server, reason, client, refused: since }, `${server}: connections refused, too many open`);
+    last = now;
+    since = 0;
   };
 }
 
@@ -220,6 +241,8 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     apiVersion: config.apiVersion,
     platformVersion: platformVersion(),
     trustProxy: config.trustProxy,
+    corsAllowedOrigins: config.corsAllowedOrigins,
+    allowedHosts: [...config.allowedHosts, ...configuredHost(config.host)],
     logger,
     git: git?.setup ?? null,
     imageBuilds: config.imageBuilds,
@@ -272,10 +295,9 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   }
 
   // Requests and responses are born with Express's prototypes: see httpServerOptions.
-  const server = createServer(httpServerOptions(app), app);
-  // Keep-alive connections must not outlive the load balancer's idea of them.
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
+  // Keep-alive connections must not outlive the load balancer's idea of them (API_KEEP_ALIVE_TIMEOUT_MS).
+  const server = createServer({ ...httpServerOptions(app), ...timeoutOptions(config.connections) }, app);
+  limitConnections(server, config.connections, refusalLog(logger, 'API'));
   let address: AddressInfo;
   try {
     address = await listen(server, config.port, config.host);

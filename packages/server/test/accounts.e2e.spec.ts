@@ -371,9 +371,11 @@ describeEachBackend('accounts', (backend) => {
       const mia = await signUp(server.api, 'mia');
       const material = ed25519PublicKey('mia@example.com');
       expect((await mia.api.post('/v1/keys/', { id: 'laptop', public: material })).status).toBe(201);
-      expect((await mia.api.post('/v1/certs/', rsaPair({ commonName: 'mia.example.com' }))).status).toBe(201);
       expect((await admin.api.post('/v1/apps/', { id: 'shared-with-mia' })).status).toBe(201);
+      expect((await admin.api.post('/v1/apps/shared-with-mia/domains/', { domain: 'mia.example.com' })).status).toBe(201);
       expect((await admin.api.post('/v1/apps/shared-with-mia/perms/', { username: 'mia' })).status).toBe(201);
+      // A collaborator may upload a certificate for the app's domain.
+      expect((await mia.api.post('/v1/certs/', rsaPair({ commonName: 'mia.example.com' }))).status).toBe(201);
       expectNoContent(await mia.api.delete('/v1/auth/cancel/'));
       const perms = await admin.api.get<{ users: string[] }>('/v1/apps/shared-with-mia/perms/');
       expect(perms.body).toEqual({ users: [] });

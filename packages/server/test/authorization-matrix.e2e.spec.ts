@@ -218,10 +218,11 @@ const ROWS: readonly Row[] = [
     },
   },
 
-  // Certificates: visible to their owner and administrators.
+  // Certificates: visible to their owner and administrators; accepted only for names of apps
+  // the caller may manage (ed.example.com is a domain of the app: not the stranger's).
   { method: 'GET', path: '/v1/certs', since: '1.2', expect: [401, 200, 200, 200, 200], target: () => ({ path: '/v1/certs' }) },
   {
-    method: 'POST', path: '/v1/certs/', since: '1.2', expect: [401, 201, 201, 201, 201],
+    method: 'POST', path: '/v1/certs/', since: '1.2', expect: [401, 403, 201, 201, 201],
     target: async (f) => {
       await f.freeEdCertificate();
       return { path: '/v1/certs/', body: ed25519Pair() };
@@ -294,7 +295,8 @@ function ok(res: HttpResponse<unknown>, what: string, ...statuses: number[]): vo
 }
 
 describeEachBackend('authorization matrix', (backend) => {
-  const server = useServer(backend, { SCHEDULER: 'memory' });
+  // Every row at every version gets fresh apps of the owner: far more than the default quota.
+  const server = useServer(backend, { SCHEDULER: 'memory', QUOTA_APPS_PER_USER: '100000' });
   let f: Fixture;
 
   beforeAll(async () => {
@@ -317,6 +319,10 @@ describeEachBackend('authorization matrix', (backend) => {
     };
     const app = await freshApp();
     ok(await as('owner').post(`/v1/apps/${app}/builds/`, { image: 'example/web:1', procfile: { web: 'serve' } }), 'deploy', 201);
+    // The names of the certificates the rows upload.
+    for (const domain of ['ec.example.com', 'www.ec.example.com', 'ed.example.com']) {
+      ok(await as('owner').post(`/v1/apps/${app}/domains/`, { domain }), 'add domain', 201);
+    }
 
     f = {
       api,

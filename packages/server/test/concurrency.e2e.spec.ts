@@ -94,6 +94,12 @@ describeEachBackend('concurrent requests', (backend) => {
     });
 
     it('adding one certificate common name at once: one 201, the others 400 unique', async () => {
+      // The names are domains of an app both may manage: its owner and a collaborator.
+      expect((await alice.api.post('/v1/apps/', { id: 'certified' })).status).toBe(201);
+      for (const domain of ['ec.example.com', 'www.ec.example.com']) {
+        expect((await alice.api.post('/v1/apps/certified/domains/', { domain })).status).toBe(201);
+      }
+      expect((await alice.api.post('/v1/apps/certified/perms/', { username: 'bob' })).status).toBe(201);
       const pairs = [ecdsaPair(), ecdsaPair(), ecdsaPair()];
       const responses = await Promise.all(pairs.map((pair, i) => (i % 2 === 0 ? alice : bob).api.post('/v1/certs/', pair)));
       expect(statuses(responses)).toEqual([201, 400, 400]);

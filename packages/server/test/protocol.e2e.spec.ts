@@ -21,7 +21,7 @@ const VERSIONS = ['1.0', '1.1', '1.2', '1.3', '1.4', '1.5', '1.6', '1.7'];
 const MIB = 1024 * 1024;
 
 describeEachBackend('protocol', (backend) => {
-  const server = useServer(backend);
+  const server = useServer(backend, { CORS_ALLOWED_ORIGINS: 'https://dashboard.example.com' });
   let alice: Session;
 
   beforeAll(async () => {
@@ -80,9 +80,9 @@ describeEachBackend('protocol', (backend) => {
       expect((await alice.api.get('/v1/apps', { headers: { 'Svc-Version': '1.9' } })).status).toBe(200);
     });
 
-    it('exposes every version and release header to browsers, from any origin', async () => {
+    it('exposes every version and release header to browsers of an allowed origin (CORS_ALLOWED_ORIGINS)', async () => {
       const res = await alice.api.get('/v1/apps', { headers: { Origin: 'https://dashboard.example.com' } });
-      expect(res.headers.get('access-control-allow-origin')).toBe('*');
+      expect(res.headers.get('access-control-allow-origin')).toBe('https://dashboard.example.com');
       const exposed = (res.headers.get('access-control-expose-headers') ?? '').split(/\s*,\s*/).map((h) => h.toLowerCase());
       for (const name of ['SVC_API_VERSION', 'SVC_PLATFORM_VERSION', 'X_SVC_API_VERSION', 'X_SVC_PLATFORM_VERSION', 'Svc-Release', 'X-Svc-Release']) {
         expect(exposed).toContain(name.toLowerCase());
@@ -94,7 +94,7 @@ describeEachBackend('protocol', (backend) => {
         headers: { Origin: 'https://dashboard.example.com', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization,content-type' },
       });
       expect(res.status).toBeLessThan(300);
-      expect(res.headers.get('access-control-allow-origin')).toBe('*');
+      expect(res.headers.get('access-control-allow-origin')).toBe('https://dashboard.example.com');
       expect(res.headers.get('access-control-allow-methods')).toMatch(/POST/);
     });
 

@@ -82,17 +82,19 @@ describeEachBackend('the router of a running server', (backend) => {
   });
 
   it('serves HTTPS with the certificate uploaded for the server name, and with a wildcard certificate one level up', async () => {
+    expect((await alice.api.post('/v1/apps/myapp/domains/', { domain: 'www.shop.example' })).status).toBe(201);
     const exact = rsaPair({ commonName: 'www.shop.example', dnsNames: ['www.shop.example'] });
-    const wildcard = rsaPair({ commonName: '*.shop.example', dnsNames: ['*.shop.example'] });
+    // A wildcard under the app's own platform host (alice, the first user, may also upload *.apps.test).
+    const wildcard = rsaPair({ commonName: '*.myapp.apps.test', dnsNames: ['*.myapp.apps.test'] });
     expect((await alice.api.post('/v1/certs/', exact)).status).toBe(201);
     expect((await alice.api.post('/v1/certs/', wildcard)).status).toBe(201);
     const tlsPort = server.routerTlsPort ?? 0;
 
     const forExact = await handshake(tlsPort, 'www.shop.example');
-    const forWildcard = await handshake(tlsPort, 'api.shop.example');
+    const forWildcard = await handshake(tlsPort, 'api.myapp.apps.test');
 
     expect(forExact.subject.CN).toBe('www.shop.example');
-    expect(forWildcard.subject.CN).toBe('*.shop.example');
+    expect(forWildcard.subject.CN).toBe('*.myapp.apps.test');
     await expect(handshake(tlsPort, 'www.other.example')).rejects.toThrow();
   });
 });

@@ -1,3 +1,4 @@
+import { CertificateForServerName, DEFAULT_SETTINGS } from '@svc/core';
 import { FakeSecretBox, InMemoryUnitOfWork, aCertificate, aDomain, aUser, anApp } from '@svc/core/testing';
 import { PlatformRouteTable, StoredCertificates, type EndpointSource } from '../src/routing';
 
@@ -83,14 +84,64 @@ describe('PlatformRouteTable', () => {
 });
 
 describe('StoredCertificates', () => {
-  it('finds a certificate by exact common name, in lower case, with its key unsealed', async () => {
+  async function withBob(): Promise<InMemoryUnitOfWork> {
     const uow = await store();
-    const secrets = new FakeSecretBox();
-    const { id: _id, ...certificate } = aCertificate({ commonName: '*.example.com', certificate: 'PEM CERT', sealedKey: secrets.seal('PEM KEY'), owner: 'alice' });
-    await uow.repositories.certificates.create(certificate);
-    const certificates = new StoredCertificates(uow, secrets);
+    const { id: _id, ...bob } = aUser({ username: 'bob' });
+    await uow.repositories.users.create(bob);
+    await uow.repositories.apps.create(anApp({ id: 'bobsapp', owner: 'bob' }));
+    await uow.repositories.domains.create(aDomain({ app: 'myapp', domain: 'www.example.com' }));
+    await uow.repositories.domains.create(aDomain({ app: 'bobsapp', domain: 'shop.bob.example', owner: 'bob' }));
+    return uow;
+  }
 
-    expect(await certificates.find('*.Example.com')).toEqual({ certificate: 'PEM CERT', key: 'PEM KEY' });
-    expect(await certificates.find('www.example.com')).toBeNull();
+  function storedCertificates(uow: InMemoryUnitOfWork, secrets: FakeSecretBox): StoredCertificates {
+    return new StoredCertificates(new CertificateForServerName({ uow, settings: { ...DEFAULT_SETTINGS, platformDomain: 'apps.test' } }), secrets);
+  }
+
+  it('finds a certificate by exact common name, in lower case, with its key unsealed', async () => {
+    const uow = await withBob();
+    const secrets = new FakeSecretBox();
+    const { id: _id, ...certificate } = aCertificate({ commonName: 'www.example.com', certificate: 'PEM CERT', sealedKey: secrets.seal('PEM KEY'), owner: 'alice' });
+    await uow.repositories.certificates.create(certificate);
+    const certificates = storedCertificates(uow, secrets);
+
+    expect(await certificates.find('WWW.Example.com')).toEqual({ certificate: 'PEM CERT', key: 'PEM KEY' });
+    expect(await certificates.find('example.com')).toBeNull();
+  });
+
+  it("never serves a tenant's certificate for a name that is now another tenant's", async () => {
+    const uow = await withBob();
+    const secrets = new FakeSecretBox();
+    // Stored while alice had the domain (or before uploads were checked); bob has it now.
+    const { id: _id, ...certificate } = aCertificate({ commonName: 'shop.bob.example', sealedKey: secrets.seal('KEY'), owner: 'alice' });
+    await uow.repositories.certificates.create(certificate);
+
+    expect(await storedCertificates(uow, secrets).find('shop.bob.example')).toBeNull();
+  });
+
+  it("serves a tenant's wildcard under its app's platform host, and stops once the app is transferred", async () => {
+    const uow = await withBob();
+    const secrets = new FakeSecretBox();
+    const { id: _id, ...certificate } = aCertificate({ commonName: '*.myapp.apps.test', certificate: 'PEM', sealedKey: secrets.seal('KEY'), owner: 'alice' });
+    await uow.repositories.certificates.create(certificate);
+    const certificates = storedCertificates(uow, secrets);
+    expect(await certificates.find('*.myapp.apps.test')).toEqual({ certificate: 'PEM', key: 'KEY' });
+
+    const app = (await uow.repositories.apps.findById('myapp'))!;
+    await uow.repositories.apps.update({ ...app, owner: 'bob' });
+    expect(await certificates.find('*.myapp.apps.test')).toBeNull();
+  });
+
+  it("serves the platform wildcard only while its owner is an administrator", async () => {
+    const uow = await withBob();
+    const secrets = new FakeSecretBox();
+    const { id: _id, ...certificate } = aCertificate({ commonName: '*.apps.test', certificate: 'PEM', sealedKey: secrets.seal('KEY'), owner: 'bob' });
+    await uow.repositories.certificates.create(certificate);
+    const certificates = storedCertificates(uow, secrets);
+    expect(await certificates.find('*.apps.test')).toBeNull();
+
+    const bob = (await uow.repositories.users.findByUsername('bob'))!;
+    await uow.repositories.users.update({ ...bob, isSuperuser: true, isStaff: true });
+    expect(await certificates.find('*.apps.test')).toEqual({ certificate: 'PEM', key: 'KEY' });
   });
 });

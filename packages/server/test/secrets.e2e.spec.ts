@@ -104,6 +104,9 @@ describe('secrets', () => {
     expect((await send(alice, 'POST', '/v1/apps/secret-app/run/', { json: { command: 'env' } })).status).toBe(200);
     expect((await send(alice, 'GET', '/v1/apps/secret-app/config/')).status).toBe(200);
     expect((await send(alice, 'POST', '/v1/keys/', { json: { id: 'laptop', public: ed25519PublicKey() } })).status).toBe(201);
+    for (const domain of ['ec.example.com', 'www.ec.example.com']) {
+      expect((await send(alice, 'POST', '/v1/apps/secret-app/domains/', { json: { domain } })).status).toBe(201);
+    }
     const pair = ecdsaPair();
     certificateKey = pair.key;
     const cert = await send(alice, 'POST', '/v1/certs/', { json: pair });

@@ -51,12 +51,22 @@ export interface TokenRepository {
   deleteAll(): Promise<void>;
 }
 
+/** A failed login attempt: when, and from which client address (empty when unknown). */
+export interface LoginFailure {
+  at: Date;
+  address: string;
+}
+
 /** Failed login attempts, for throttling. */
 export interface LoginFailureRepository {
-  record(username: string, at: Date): Promise<void>;
+  /** Records a failure of the username from a client address (default: unknown, ''). */
+  record(username: string, at: Date, address?: string): Promise<void>;
   /** Times of failures at or after `since`, oldest first. */
   since(username: string, since: Date): Promise<Date[]>;
-  clear(username: string): Promise<void>;
+  /** Failures at or after `since` with their client addresses, oldest first. */
+  recent(username: string, since: Date): Promise<LoginFailure[]>;
+  /** Forgets the username's failures: those from `address` only when it is given, else all. */
+  clear(username: string, address?: string): Promise<void>;
 }
 
 /** Applications. Lists are ordered by id (the name). */

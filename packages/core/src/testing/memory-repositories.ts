@@ -26,6 +26,7 @@ import type {
   DeployLeaseRepository,
   DomainRepository,
   KeyRepository,
+  LoginFailure,
   LoginFailureRepository,
   PermissionRepository,
   ReleaseRepository,
@@ -176,9 +177,17 @@ class MemoryTokens implements TokenRepository {
 class MemoryLoginFailures implements LoginFailureRepository {
   constructor(private readonly c: Context) {}
 
-  async record(username: string, at: Date): Promise<void> {
+  async record(username: string, at: Date, address = ''): Promise<void> {
     const tables = this.c.write();
-    tables.loginFailures.set(this.c.allocate('loginFailure'), { username, at });
+    tables.loginFailures.set(this.c.allocate('loginFailure'), { username, at, address });
+  }
+
+  async recent(username: string, since: Date): Promise<LoginFailure[]> {
+    return this.c
+      .read()
+      .loginFailures.filter((f) => f.username === username && f.at.getTime() >= since.getTime())
+      .map((f) => ({ at: new Date(f.at.getTime()), address: f.address }))
+      .sort((a, b) => a.at.getTime() - b.at.getTime());
   }
 
   async since(username: string, since: Date): Promise<Date[]> {
@@ -189,8 +198,8 @@ class MemoryLoginFailures implements LoginFailureRepository {
       .sort((a, b) => a.getTime() - b.getTime());
   }
 
-  async clear(username: string): Promise<void> {
-    this.c.write().loginFailures.removeWhere((f) => f.username === username);
+  async clear(username: string, address?: string): Promise<void> {
+    this.c.write().loginFailures.removeWhere((f) => f.username === username && (address === undefined || f.address === address));
   }
 }
 

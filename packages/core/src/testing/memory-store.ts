@@ -17,6 +17,7 @@ import { deepCopy } from './copy';
 export interface StoredLoginFailure {
   username: string;
   at: Date;
+  address: string;
 }
 
 /** A collaborator grant as the in-memory store keeps it. */

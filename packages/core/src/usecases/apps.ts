@@ -1,4 +1,4 @@
-import { AlreadyExists, NotFound, Unavailable, ValidationFailed } from '../errors';
+import { AlreadyExists, NotFound, TooMany, Unavailable, ValidationFailed } from '../errors';
 import type { App, Config, Container, LogEntry, Release } from '../model/entities';
 import type { Page, PageRequest } from '../model/pagination';
 import { assertPageExists, sliceOf } from '../model/pagination';
@@ -6,6 +6,7 @@ import { formatLogLine } from '../model/time';
 import type { Repositories } from '../ports/repositories';
 import type { RunResult } from '../ports/services';
 import { assertValidAppId, generateAppName, isAdmin } from '../rules/apps';
+import { assertAppQuota } from '../rules/quotas';
 import { releaseEnvironment } from '../rules/config';
 import { FieldErrorCollector, bodyObject, optionalString, requiredString, toInteger } from '../rules/fields';
 import { loadAdministeredApp, loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
@@ -19,13 +20,14 @@ const NAME_ATTEMPTS = 10;
 export class CreateApp {
   constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'ids' | 'random' | 'settings' | 'logs'>) {}
 
-  /** @throws ValidationFailed for an invalid or reserved id; AlreadyExists('id'). */
+  /** @throws ValidationFailed for an invalid or reserved id; AlreadyExists('id'); QuotaExceeded (apps per user). */
   async execute(actor: Actor, body: unknown): Promise<App> {
     const requested = bodyObject(body).id;
     const given = requested !== undefined && requested !== null;
     if (given) assertValidAppId(requested, this.deps.settings.reservedAppNames);
 
     const app = await this.deps.uow.transaction(async (repos) => {
+      assertAppQuota(await repos.apps.countOwnedBy(actor.user.username), this.deps.settings.quotas);
       let id: string;
       if (given) {
         id = requested as string;
@@ -202,25 +204,65 @@ export interface FollowedLog {
 
 /**
  * The last lines of an app's log and then every new line as it is appended, formatted as
- * GetLogs formats them; who may follow a log is who may read it.
+ * GetLogs formats them; who may follow a log is who may read it. Each user may hold
+ * `logFollowersPerUser` streams at once, and this instance `logFollowersTotal` in all.
  */
 export class FollowLogs {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'logs'>) {}
+  /** Open streams per username. */
+  private readonly following = new Map<string, number>();
+  private total = 0;
+
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'logs' | 'settings'>) {}
 
   /**
    * Reads the last lines and subscribes `listener` to the new ones until `unsubscribe`.
-   * @throws ValidationFailed for a log_lines that is not a positive integer; NotFound, AppNotVisible.
+   * @throws ValidationFailed for a log_lines that is not a positive integer; NotFound, AppNotVisible;
+   *   TooMany (LOGS.TOO_MANY_FOLLOWERS) when the user already holds the most streams allowed;
+   *   Unavailable (LOGS.TOO_MANY_FOLLOWERS) when the instance does.
    */
   async execute(actor: Actor, appId: string, logLines: unknown, listener: (lines: string[]) => void): Promise<FollowedLog> {
     const lines = logLinesOf(logLines);
     const app = await loadVisibleApp(this.deps.uow.repositories, actor, appId);
+    const release = this.hold(actor.user.username);
+    try {
+      return await this.follow(app.id, lines, listener, release);
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
 
+  /** Counts one more stream of the user; the function returned gives it back (once). */
+  private hold(username: string): () => void {
+    const { logFollowersPerUser, logFollowersTotal } = this.deps.settings;
+    if (this.total >= logFollowersTotal) {
+      throw new Unavailable('LOGS.TOO_MANY_FOLLOWERS', 'Too many log streams are open on this server; try again later.');
+    }
+    const mine = this.following.get(username) ?? 0;
+    if (mine >= logFollowersPerUser) {
+      throw new TooMany('LOGS.TOO_MANY_FOLLOWERS', `You already follow ${mine} logs, the most allowed at once; close one first.`);
+    }
+    this.following.set(username, mine + 1);
+    this.total += 1;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.total -= 1;
+      const left = (this.following.get(username) ?? 1) - 1;
+      if (left > 0) this.following.set(username, left);
+      else this.following.delete(username);
+    };
+  }
+
+  /** Subscribes, then reads the tail; `release` is called once the subscription ends. */
+  private async follow(appId: string, lines: number, listener: (lines: string[]) => void, release: () => void): Promise<FollowedLog> {
     // Subscribe before reading the tail, so that no line falls between the two; what both
     // return is dropped from the subscription's side.
     let seam: Seam | null = null;
     const early: LogEntry[] = [];
     let following = true;
-    const stop = this.deps.logs.subscribe(app.id, (entries) => {
+    const stop = this.deps.logs.subscribe(appId, (entries) => {
       if (!following) return;
       if (seam === null) {
         early.push(...entries);
@@ -232,11 +274,12 @@ export class FollowLogs {
     const unsubscribe = (): void => {
       following = false;
       stop();
+      release();
     };
 
     let initial: LogEntry[];
     try {
-      initial = await this.deps.logs.tail(app.id, lines);
+      initial = await this.deps.logs.tail(appId, lines);
     } catch (error) {
       unsubscribe();
       throw error;

@@ -14,6 +14,7 @@ import { assertPageExists, sliceOf } from '../model/pagination';
 import type { Repositories } from '../ports/repositories';
 import { isAdmin } from '../rules/apps';
 import { FieldErrorCollector, bodyObject, optionalString, requiredString } from '../rules/fields';
+import { loginRetryAfterSeconds, throttleAddress } from '../rules/login-throttle';
 import { checkNewPassword, parseRegistration } from '../rules/users';
 import { policyFor, type ApiVersion } from '../version/policy';
 import { requireAdmin, type Actor, type CoreDependencies } from './context';
@@ -85,7 +86,11 @@ export class RegisterUser {
   }
 }
 
-/** Exchanges a username and password for a new token, with per-username throttling of failures. */
+/**
+ * Exchanges a username and password for a new token. Failures are throttled per username
+ * and client address with a growing wait (see loginRetryAfterSeconds), so that wrong
+ * passwords sent from one address never keep the user out from another.
+ */
 export class Login {
   /** A real hash of the hasher in use: verifying against it costs what verifying a user's does. */
   private decoyHash: Promise<string> | null = null;
@@ -93,10 +98,11 @@ export class Login {
   constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords' | 'tokens' | 'clock' | 'settings'>) {}
 
   /**
+   * `address` is the client's (the HTTP adapter's `req.ip`); without one, all clients count as one.
    * @throws ValidationFailed for missing fields or wrong credentials (non_field_errors).
-   * @throws Throttled after too many recent failures for the username.
+   * @throws Throttled while the address must wait after its recent failures for the username.
    */
-  async execute(body: unknown): Promise<{ token: string }> {
+  async execute(body: unknown, address = ''): Promise<{ token: string }> {
     const input = bodyObject(body);
     const errors = new FieldErrorCollector();
     const username = requiredString(errors, input, 'username', 1024);
@@ -106,13 +112,11 @@ export class Login {
     const { uow, clock, settings } = this.deps;
     const now = clock.now();
     const windowMs = settings.loginFailureWindowSeconds * 1000;
-    // A failure counts while it is less than a window old: one exactly `window` old has left it,
-    // so a client that waits the announced Retry-After is let in.
-    const failures = await uow.repositories.loginFailures.since(username!, new Date(now.getTime() - windowMs + 1));
-    if (failures.length >= settings.loginFailureLimit) {
-      const oldest = failures[failures.length - settings.loginFailureLimit] as Date;
-      throw new Throttled(Math.max(1, Math.ceil((oldest.getTime() + windowMs - now.getTime()) / 1000)));
-    }
+    const client = throttleAddress(address);
+    // A failure counts while it is less than a window old: one exactly `window` old has left it.
+    const failures = await uow.repositories.loginFailures.recent(username!, new Date(now.getTime() - windowMs + 1));
+    const wait = loginRetryAfterSeconds(failures, client, now, settings);
+    if (wait > 0) throw new Throttled(wait);
 
     const user = await uow.repositories.users.findByUsername(username!);
     // An unknown user costs a full verification too, so timing does not tell who has an account.
@@ -120,11 +124,12 @@ export class Login {
     const verified = await this.deps.passwords.verify(password!, hash);
     const matches = user !== null && verified;
     if (!user || !matches || !user.isActive) {
-      await uow.repositories.loginFailures.record(username!, now);
+      await uow.repositories.loginFailures.record(username!, now, client);
       throw new ValidationFailed({ non_field_errors: [INVALID_CREDENTIALS] });
     }
     return uow.transaction(async (repos) => {
-      await repos.loginFailures.clear(user.username);
+      // Only this address's failures: the real user logging in must not wipe an attacker's wait.
+      await repos.loginFailures.clear(user.username, client);
       await repos.users.update({ ...user, lastLogin: now });
       return { token: await mintToken(this.deps, repos, user.username) };
     });

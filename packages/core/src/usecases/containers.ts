@@ -9,6 +9,7 @@ import { runnableTypes } from '../rules/releases';
 import { loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
 import { carryOut, containerSpec, currentReleaseWithBuild, Rollout } from './deploy';
 import { withAppLease, type LeaseDependencies } from './leases';
+import { assertScaleQuotas } from './quotas';
 
 /** Replaces recorded states with the scheduler's live ones where it knows them. */
 async function withLiveStates(scheduler: CoreDependencies['scheduler'], containers: Container[]): Promise<Container[]> {
@@ -62,7 +63,7 @@ export class ScaleApp {
    * deploy lease with no transaction open; one short transaction then records them with the
    * structure, and the removed ones stop after it.
    * @throws ValidationFailed / RequestRejected for a bad body or unknown type; NoBuild; NotFound,
-   *   AppNotVisible; Unavailable when the scheduler fails (nothing changes then).
+   *   AppNotVisible; QuotaExceeded; Unavailable when the scheduler fails (nothing changes then).
    */
   async execute(actor: Actor, appId: string, body: unknown): Promise<void> {
     const requested = parseScale(body, this.deps.settings.scaleMaxPerType);
@@ -76,6 +77,7 @@ export class ScaleApp {
       if (unknown.length > 0) {
         throw new ValidationFailed(Object.fromEntries(unknown.map((t) => [t, [`Container type ${t} does not exist in application`]])));
       }
+      await assertScaleQuotas(repos, app, { ...app.structure, ...requested }, this.deps.settings.quotas);
       const rollout = new Rollout(this.deps, app);
       for (const [type, count] of Object.entries(requested)) {
         const existing = await repos.containers.listForApp(app.id, { type });

@@ -1,5 +1,6 @@
 import { AppNotVisible, Forbidden, NotFound } from '../errors';
 import type { App, LogEntry, User } from '../model/entities';
+import { escapeLogEntry } from '../model/log-escape';
 import type { Repositories, UnitOfWork } from '../ports/repositories';
 import { assertPageExists, sliceOf, type Page, type PageRequest, type Slice } from '../model/pagination';
 import type {
@@ -16,6 +17,7 @@ import type {
   TokenGenerator,
 } from '../ports/services';
 import { canAdministerApp, canSeeApp, isAdmin } from '../rules/apps';
+import type { Quotas } from '../rules/quotas';
 
 /** Who may register: anyone, nobody, or administrators on behalf of others. */
 export type RegistrationMode = 'enabled' | 'disabled' | 'admin_only';
@@ -30,8 +32,24 @@ export interface Settings {
   scaleMaxPerType: number;
   runTimeoutSeconds: number;
   runOutputLimitBytes: number;
+  /** Failed logins one client address may make for one username before it must wait between attempts. */
   loginFailureLimit: number;
+  /** How long a failed login counts. */
   loginFailureWindowSeconds: number;
+  /** The first wait once the limit is reached; it doubles with each further failure. */
+  loginBackoffSeconds: number;
+  /** The longest wait (at most the window). */
+  loginBackoffMaxSeconds: number;
+  /**
+   * Failed logins for one username from all addresses together past which every address
+   * waits from its own first failure (a fresh address still gets its first attempt).
+   */
+  loginUsernameFailureLimit: number;
+  /** Log streams (`follow`) one user may hold open at once. */
+  logFollowersPerUser: number;
+  /** Log streams this controller process holds open at once, all users together. */
+  logFollowersTotal: number;
+  quotas: Quotas;
   /** How many of an app's most recently released builds keep their source, so that they can be rolled back to. */
   buildRetention: number;
   /**
@@ -42,7 +60,7 @@ export interface Settings {
   deployLeaseSeconds: number;
 }
 
-/** The defaults SPEC.md gives for every setting. */
+/** The defaults SPEC.md gives for every setting, and the platform's for the limits it adds. */
 export const DEFAULT_SETTINGS: Settings = Object.freeze({
   platformDomain: 'localhost',
   reservedAppNames: Object.freeze(['svc', 'controller', 'api', 'www', 'router']),
@@ -53,6 +71,19 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
   runOutputLimitBytes: 1024 * 1024,
   loginFailureLimit: 10,
   loginFailureWindowSeconds: 15 * 60,
+  loginBackoffSeconds: 30,
+  loginBackoffMaxSeconds: 15 * 60,
+  loginUsernameFailureLimit: 100,
+  logFollowersPerUser: 10,
+  logFollowersTotal: 1000,
+  quotas: Object.freeze({
+    appsPerUser: 100,
+    processTypesPerApp: 20,
+    processesPerApp: 100,
+    processesPerUser: 500,
+    configBytes: 64 * 1024,
+    domainsPerApp: 100,
+  }),
   buildRetention: 10,
   deployLeaseSeconds: 30,
 });
@@ -126,7 +157,8 @@ export async function logEvent(
   message: string,
   source = CONTROLLER_LOG_SOURCE,
 ): Promise<void> {
-  const entry: LogEntry = { time: deps.clock.now(), source, message };
+  // Platform lines quote what users typed (commands, names): they are escaped like app output.
+  const entry: LogEntry = escapeLogEntry({ time: deps.clock.now(), source, message });
   try {
     await deps.logs.append(appId, [entry]);
   } catch {

@@ -19,6 +19,7 @@ import {
   AddCertificate,
   AddDomain,
   AddKey,
+  CertificateForServerName,
   GetCertificate,
   GrantPermission,
   ListCertificates,
@@ -39,6 +40,7 @@ export * from './context';
 export * from './deploy';
 export * from './leases';
 export * from './releases';
+export * from './quotas';
 export * from './resources';
 export * from './sources';
 
@@ -87,6 +89,7 @@ export const USE_CASES = {
   getCertificate: GetCertificate,
   addCertificate: AddCertificate,
   removeCertificate: RemoveCertificate,
+  certificateForServerName: CertificateForServerName,
   authenticateKey: AuthenticateKey,
   authorizeGitAccess: AuthorizeGitAccess,
   deploySource: DeploySource,

@@ -4,6 +4,7 @@ import type { Page, PageRequest } from '../model/pagination';
 import type { Repositories } from '../ports/repositories';
 import { describeConfigChange, mergeConfig, parseConfigChanges, PROCESS_TYPE_PATTERN } from '../rules/config';
 import { FieldErrorCollector, bodyObject, isPlainObject, optionalString, requiredString, toInteger } from '../rules/fields';
+import { assertConfigQuota } from '../rules/quotas';
 import { describeDeploy, structureForBuild } from '../rules/releases';
 import { isReleaseImage, planSourceBuild, releaseImage, type SourceFiles } from '../rules/sources';
 import { loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependencies } from './context';
@@ -98,13 +99,14 @@ export class GetConfig {
 
 /** Merges changes into the current config and releases it. */
 export class SetConfig {
-  constructor(private readonly deps: ReleaseDeps) {}
+  constructor(private readonly deps: ReleaseDeps & Pick<CoreDependencies, 'settings'>) {}
 
-  /** @throws ValidationFailed, NotFound, AppNotVisible, Unavailable (scheduler) */
+  /** @throws ValidationFailed, QuotaExceeded (config size), NotFound, AppNotVisible, Unavailable (scheduler) */
   async execute(actor: Actor, appId: string, body: unknown): Promise<PublishedRelease> {
     const changes = parseConfigChanges(body);
     return publishRelease(this.deps, actor, appId, async (repos, current, app) => {
       const merged = mergeConfig(current.config, changes);
+      assertConfigQuota(merged.values, this.deps.settings.quotas, current.config.values);
       const now = this.deps.clock.now();
       const config: Config = {
         uuid: this.deps.ids.uuid(),

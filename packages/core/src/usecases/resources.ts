@@ -1,9 +1,11 @@
 import { AlreadyExists, Forbidden, NotFound, RequestRejected, ValidationFailed } from '../errors';
-import type { Certificate, Domain, Key } from '../model/entities';
+import type { App, Certificate, Domain, Key, User } from '../model/entities';
 import type { Page, PageRequest } from '../model/pagination';
 import { assertPageExists, sliceOf } from '../model/pagination';
-import { canAdministerApp, isAdmin } from '../rules/apps';
+import type { Repositories } from '../ports/repositories';
+import { canAdministerApp, canSeeApp, isAdmin } from '../rules/apps';
 import { normalizeDomain } from '../rules/domains';
+import { assertDomainQuota } from '../rules/quotas';
 import { FieldErrorCollector, bodyObject, optionalString, requiredString } from '../rules/fields';
 import { policyFor, type ApiVersion } from '../version/policy';
 import { loadAdministeredApp, loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependencies } from './context';
@@ -23,12 +25,13 @@ export class ListDomains {
 export class AddDomain {
   constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'ids' | 'settings' | 'logs'>) {}
 
-  /** @throws ValidationFailed; AlreadyExists('domain'); NotFound, AppNotVisible */
+  /** @throws ValidationFailed; AlreadyExists('domain'); QuotaExceeded (domains per app); NotFound, AppNotVisible */
   async execute(actor: Actor, appId: string, body: unknown): Promise<Domain> {
     const domain = await this.deps.uow.transaction(async (repos) => {
       const app = await loadVisibleApp(repos, actor, appId, true);
       const name = normalizeDomain(bodyObject(body).domain, this.deps.settings.platformDomain);
       if (await repos.domains.find(name)) throw new AlreadyExists('domain');
+      assertDomainQuota((await repos.domains.listForApp(app.id, { offset: 0, limit: 1 })).count, this.deps.settings.quotas);
       const now = this.deps.clock.now();
       const domain: Domain = { uuid: this.deps.ids.uuid(), app: app.id, domain: name, owner: actor.user.username, created: now, updated: now };
       await repos.domains.create(domain);
@@ -202,13 +205,48 @@ export class GetCertificate {
   }
 }
 
+/** Whether the user may manage the app's domains and certificates: owner, collaborator or administrator. */
+async function mayManage(repos: Repositories, app: App | null, user: User): Promise<boolean> {
+  if (app === null) return false;
+  return canAdministerApp(app, user) || canSeeApp(app, user, await repos.permissions.has(app.id, user.username));
+}
+
+/**
+ * Whether a certificate name (a host name, or a wildcard `*.<name>`) belongs to the user: a
+ * custom domain of an app they may manage; the platform host of such an app
+ * (`<app>.<platform domain>`) or a name under it; and for administrators also the platform
+ * domain itself and its wildcard `*.<platform domain>`. A wildcard over a custom domain
+ * belongs to nobody: a domain is attached to an app name by name, never a whole zone.
+ */
+export async function userControlsName(repos: Repositories, user: User, name: string, platformDomain: string): Promise<boolean> {
+  const platform = platformDomain.toLowerCase();
+  const host = name.toLowerCase();
+  if (host === platform || host === `*.${platform}`) return isAdmin(user);
+  if (host.endsWith(`.${platform}`)) {
+    const labels = host.slice(0, -platform.length - 1).split('.');
+    const appId = labels[labels.length - 1] as string;
+    return appId !== '*' && (await mayManage(repos, await repos.apps.findById(appId), user));
+  }
+  if (host.includes('*')) return false;
+  const domain = await repos.domains.find(host);
+  return domain !== null && (await mayManage(repos, await repos.apps.findById(domain.app), user));
+}
+
 const COMMON_NAME_PATTERN = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i;
 
-/** Stores a certificate with its private key, sealed with the server secret. */
+/**
+ * Stores a certificate with its private key, sealed with the server secret. Every name it
+ * carries (common name, subject alternative names, and the common name given instead) must
+ * belong to the caller: see userControlsName.
+ */
 export class AddCertificate {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'certificateParser' | 'secrets' | 'clock'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'certificateParser' | 'secrets' | 'clock' | 'settings'>) {}
 
-  /** @throws ValidationFailed (certificate, key, common_name); AlreadyExists('common_name'). */
+  /**
+   * A certificate stored under the same name by a user who no longer controls it is replaced.
+   * @throws ValidationFailed (certificate, key, common_name); AlreadyExists('common_name');
+   *   Forbidden (CERT.NAME_NOT_CONTROLLED) for a name that is not the caller's.
+   */
   async execute(actor: Actor, body: unknown, version: ApiVersion): Promise<Certificate> {
     const input = bodyObject(body);
     const errors = new FieldErrorCollector();
@@ -222,8 +260,26 @@ export class AddCertificate {
     if (!commonName) {
       throw ValidationFailed.field('certificate', 'The certificate names no host: it has neither a common name nor a DNS name.');
     }
+    const names = [...new Set([commonName, parsed.commonName, ...parsed.san].filter((n): n is string => !!n).map((n) => n.toLowerCase()))];
     return this.deps.uow.transaction(async (repos) => {
-      if (await repos.certificates.find(commonName)) throw new AlreadyExists('common_name');
+      for (const name of names) {
+        if (!(await userControlsName(repos, actor.user, name, this.deps.settings.platformDomain))) {
+          // The same answer whether the name is another tenant's or nobody's: it tells nothing of other tenants.
+          throw new Forbidden(
+            `The certificate names ${name}, which is not a domain of an app you manage.`,
+            'CERT.NAME_NOT_CONTROLLED',
+          );
+        }
+      }
+      const existing = await repos.certificates.find(commonName);
+      if (existing) {
+        // A certificate left behind by someone who no longer has the name (domain removed,
+        // app transferred) is no longer served, and must not keep the name's new owner out.
+        const holder = await repos.users.findByUsername(existing.owner);
+        const stale = holder === null || !(await userControlsName(repos, holder, existing.commonName, this.deps.settings.platformDomain));
+        if (!stale) throw new AlreadyExists('common_name');
+        await repos.certificates.delete(existing.commonName);
+      }
       const now = this.deps.clock.now();
       return repos.certificates.create({
         commonName,
@@ -239,6 +295,26 @@ export class AddCertificate {
         updated: now,
       });
     });
+  }
+}
+
+/**
+ * The certificate the router presents for a TLS server name, looked up by the name it is
+ * stored under (the exact host, or the wildcard one level up), and only while that name
+ * still belongs to the certificate's owner: once a domain is removed, moved to another app
+ * or the app transferred, the certificate stays stored but is no longer served.
+ */
+export class CertificateForServerName {
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'settings'>) {}
+
+  /** The certificate, or null when there is none or its owner no longer controls the name. */
+  async execute(name: string): Promise<Certificate | null> {
+    const repos = this.deps.uow.repositories;
+    const certificate = await repos.certificates.find(name.toLowerCase());
+    if (certificate === null) return null;
+    const owner = await repos.users.findByUsername(certificate.owner);
+    if (owner === null || !owner.isActive) return null;
+    return (await userControlsName(repos, owner, certificate.commonName, this.deps.settings.platformDomain)) ? certificate : null;
   }
 }
 

@@ -10,8 +10,9 @@ export function accountRoutes({ useCases }: RouteContext): Route[] {
       const user = await useCases.registerUser.execute(body, actor);
       res.status(201).json(presentUser(user));
     }),
-    open('post', '/v1/auth/login', async ({ res, body }) => {
-      const { token } = await useCases.login.execute(body);
+    open('post', '/v1/auth/login', async ({ req, res, body }) => {
+      // req.ip is the peer's address, or with `trust proxy` the client's as the proxy reports it.
+      const { token } = await useCases.login.execute(body, req.ip ?? req.socket.remoteAddress ?? '');
       res.status(200).json({ token });
     }),
     authed('delete', '/v1/auth/cancel', async ({ res, actor, body, version }) => {

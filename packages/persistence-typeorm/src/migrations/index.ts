@@ -4,11 +4,13 @@ import { InitialSchemaPostgres1763712000000 } from './postgres/1763712000000-ini
 import { SharedStatePostgres1763798400000 } from './postgres/1763798400000-shared-state';
 import { BuildWorkdirPostgres1763884800000 } from './postgres/1763884800000-build-workdir';
 import { ListCountsPostgres1763990000000 } from './postgres/1763990000000-list-counts';
+import { LoginFailureAddressPostgres1764000000010 } from './postgres/1764000000010-login-failure-address';
 import { DeployLeasesPostgres1764072000000 } from './postgres/1764072000000-deploy-leases';
 import { InitialSchemaSqlite1763712000000 } from './sqlite/1763712000000-initial-schema';
 import { SharedStateSqlite1763798400000 } from './sqlite/1763798400000-shared-state';
 import { BuildWorkdirSqlite1763884800000 } from './sqlite/1763884800000-build-workdir';
 import { ListCountsSqlite1763990000000 } from './sqlite/1763990000000-list-counts';
+import { LoginFailureAddressSqlite1764000000010 } from './sqlite/1764000000010-login-failure-address';
 import { DeployLeasesSqlite1764072000000 } from './sqlite/1764072000000-deploy-leases';
 
 type MigrationClass = new () => MigrationInterface;
@@ -23,6 +25,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     SharedStateSqlite1763798400000,
     BuildWorkdirSqlite1763884800000,
     ListCountsSqlite1763990000000,
+    LoginFailureAddressSqlite1764000000010,
     DeployLeasesSqlite1764072000000,
   ],
   postgres: [
@@ -30,6 +33,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     SharedStatePostgres1763798400000,
     BuildWorkdirPostgres1763884800000,
     ListCountsPostgres1763990000000,
+    LoginFailureAddressPostgres1764000000010,
     DeployLeasesPostgres1764072000000,
   ],
 };

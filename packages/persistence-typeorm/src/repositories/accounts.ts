@@ -1,4 +1,5 @@
 import type {
+  LoginFailure,
   LoginFailureRepository,
   NewUser,
   Page,
@@ -31,7 +32,11 @@ const FIND_TOKEN_WITH_USER = statement(
     'FROM "tokens" t JOIN "users" u ON u."username" = t."username" WHERE t."hash" = ?',
 );
 const FAILURES_SINCE = statement('SELECT "at" FROM "login_failures" WHERE "username" = ? AND "at" >= ? ORDER BY "at" ASC, "id" ASC');
+const RECENT_FAILURES = statement(
+  'SELECT "at", "address" FROM "login_failures" WHERE "username" = ? AND "at" >= ? ORDER BY "at" ASC, "id" ASC',
+);
 const CLEAR_FAILURES = statement('DELETE FROM "login_failures" WHERE "username" = ?');
+const CLEAR_FAILURES_FROM = statement('DELETE FROM "login_failures" WHERE "username" = ? AND "address" = ?');
 
 /** UserRepository on TypeORM. */
 export class TypeOrmUserRepository implements UserRepository {
@@ -169,10 +174,15 @@ export class TypeOrmTokenRepository implements TokenRepository {
 export class TypeOrmLoginFailureRepository implements LoginFailureRepository {
   constructor(private readonly session: Session) {}
 
-  async record(username: string, at: Date): Promise<void> {
+  async record(username: string, at: Date, address = ''): Promise<void> {
     await this.session.write((manager) =>
-      manager.insert(this.session.schemas.loginFailures, { username, at: new Date(at.getTime()) }),
+      manager.insert(this.session.schemas.loginFailures, { username, at: new Date(at.getTime()), address }),
     );
+  }
+
+  async recent(username: string, since: Date): Promise<LoginFailure[]> {
+    const rows = await this.session.rows<RawRow>(RECENT_FAILURES, [username, writeInstant(this.session.dialect, since)]);
+    return rows.map((row) => ({ at: new Date(readInstant(row.at).getTime()), address: String(row.address ?? '') }));
   }
 
   async since(username: string, since: Date): Promise<Date[]> {
@@ -180,7 +190,11 @@ export class TypeOrmLoginFailureRepository implements LoginFailureRepository {
     return rows.map((row) => new Date(readInstant(row.at).getTime()));
   }
 
-  async clear(username: string): Promise<void> {
-    await this.session.write((manager) => new ManagerRunner(this.session.dialect, manager).run(CLEAR_FAILURES, [username]));
+  async clear(username: string, address?: string): Promise<void> {
+    await this.session.write((manager) =>
+      address === undefined
+        ? new ManagerRunner(this.session.dialect, manager).run(CLEAR_FAILURES, [username])
+        : new ManagerRunner(this.session.dialect, manager).run(CLEAR_FAILURES_FROM, [username, address]),
+    );
   }
 }

@@ -355,5 +355,31 @@ export function describeLoginFailures(uow: () => UnitOfWork): void {
       expect(await repos.loginFailures.since('alice', at(0))).toEqual([]);
       expect(await repos.loginFailures.since('bob', at(0))).toEqual([at(3)]);
     });
+
+    it('recent returns failures with their client addresses, oldest first; unknown is empty', async () => {
+      const repos = uow().repositories;
+      await repos.loginFailures.record('alice', at(2, 7), '203.0.113.9');
+      await repos.loginFailures.record('alice', at(1), '2001:db8::/64');
+      await repos.loginFailures.record('alice', at(3));
+      await repos.loginFailures.record('bob', at(4), '203.0.113.9');
+
+      expect(await repos.loginFailures.recent('alice', at(1))).toEqual([
+        { at: at(1), address: '2001:db8::/64' },
+        { at: at(2, 7), address: '203.0.113.9' },
+        { at: at(3), address: '' },
+      ]);
+    });
+
+    it('clear with an address removes that address\'s failures of that user only', async () => {
+      const repos = uow().repositories;
+      await repos.loginFailures.record('alice', at(1), '203.0.113.9');
+      await repos.loginFailures.record('alice', at(2), '198.51.100.1');
+      await repos.loginFailures.record('bob', at(3), '203.0.113.9');
+
+      await repos.loginFailures.clear('alice', '203.0.113.9');
+
+      expect(await repos.loginFailures.recent('alice', at(0))).toEqual([{ at: at(2), address: '198.51.100.1' }]);
+      expect(await repos.loginFailures.since('bob', at(0))).toEqual([at(3)]);
+    });
   });
 }

@@ -15,6 +15,7 @@ export {
 } from './fake-certificate-parser';
 export { FakeScheduler, type RunningContainer, type SchedulerCall } from './fake-scheduler';
 export { InMemoryLogStore } from './in-memory-log-store';
+export { RecordingDeployObserver, type ObservedDeploy } from './recording-deploy-observer';
 export {
   BUILDER_PASSWORD,
   aBuild,

@@ -14,6 +14,7 @@ import type {
   SecretBox,
   TokenGenerator,
 } from '../ports/services';
+import type { DeployObserver } from '../ports/observers';
 import { canAdministerApp, canSeeApp, isAdmin } from '../rules/apps';
 
 /** Who may register: anyone, nobody, or administrators on behalf of others. */
@@ -63,6 +64,8 @@ export interface CoreDependencies {
   ids: IdGenerator;
   random: RandomSource;
   settings: Settings;
+  /** Watches deploys (metrics); none when absent. */
+  deployObserver?: DeployObserver;
 }
 
 /** The authenticated caller: the user and the token they presented. */

@@ -36,6 +36,7 @@ export * from './auth';
 export * from './containers';
 export * from './context';
 export * from './deploy';
+export * from './observe';
 export * from './releases';
 export * from './resources';
 export * from './sources';

@@ -8,9 +8,10 @@ import { describeDeploy, structureForBuild } from '../rules/releases';
 import { planSourceBuild, type SourceFiles } from '../rules/sources';
 import { loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependencies } from './context';
 import { currentRelease, deployRelease, releaseState, withRollout, type ReleaseState } from './deploy';
+import { observeDeploy } from './observe';
 import { keyActor, retainedBuilds, userOfKey } from './sources';
 
-type ReleaseDeps = Pick<CoreDependencies, 'uow' | 'scheduler' | 'ids' | 'clock' | 'logs'>;
+type ReleaseDeps = Pick<CoreDependencies, 'uow' | 'scheduler' | 'ids' | 'clock' | 'logs' | 'deployObserver'>;
 
 /** What a new release points to, and what it says about itself (without the actor's name). */
 interface ReleaseChange {
@@ -35,7 +36,8 @@ async function publishRelease<C extends ReleaseChange>(
   appId: string,
   change: (repos: Repositories, current: ReleaseState, app: App) => Promise<C>,
 ): Promise<PublishedRelease & { build: C['build'] }> {
-  const published = await withRollout(deps, async (repos, rolloutFor) => {
+  // Every deploy passes here: the one place where the observer (metrics) sees it.
+  const published = await observeDeploy(deps, appId, withRollout(deps, async (repos, rolloutFor) => {
     let app = await loadVisibleApp(repos, actor, appId, true);
     const current = await currentRelease(repos, app.id);
     const next = await change(repos, current, app);
@@ -66,7 +68,7 @@ async function publishRelease<C extends ReleaseChange>(
       for (const container of await repos.containers.listForApp(app.id)) await rollout.retire(repos, container);
     }
     return { app, ...state, build: next.build };
-  });
+  }));
   await logEvent(deps, published.app.id, published.release.summary);
   return published;
 }

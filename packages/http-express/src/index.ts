@@ -2,3 +2,5 @@ export { createHttpApp, type HttpOptions } from './app';
 export { httpServerOptions } from './node-server';
 export type { HttpLogger } from './logger';
 export { BoundedLineWriter, DEFAULT_FOLLOW_BUFFER_BYTES, FOLLOW_MARKER_SOURCE, followRequested, type LineSink } from './follow';
+export { UNMATCHED_ROUTE, type RequestObserver, type RequestSample } from './observe';
+export type { MetricsEndpoint } from './routes/metrics';

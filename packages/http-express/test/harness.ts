@@ -14,7 +14,7 @@ import {
   SeededRandom,
   SequentialIdGenerator,
 } from '@svc/core/testing';
-import { createHttpApp, type HttpLogger } from '../src';
+import { createHttpApp, type HttpLogger, type HttpOptions } from '../src';
 
 /** A logger that keeps what it was given, for assertions. */
 export class RecordingLogger implements HttpLogger {
@@ -54,6 +54,8 @@ export interface HarnessOptions {
   override?: (useCases: UseCases) => Partial<UseCases>;
   followBufferBytes?: number;
   shutdown?: AbortSignal;
+  requestObserver?: HttpOptions['requestObserver'];
+  metrics?: HttpOptions['metrics'];
 }
 
 /** The platform version the test application announces. */
@@ -94,6 +96,8 @@ export function harness(options: HarnessOptions = {}): Harness {
     trustProxy: options.trustProxy,
     followBufferBytes: options.followBufferBytes,
     shutdown: options.shutdown,
+    requestObserver: options.requestObserver,
+    metrics: options.metrics,
   });
   return { app, scheduler, clock, logs, uow, logger, useCases };
 }

@@ -111,3 +111,14 @@ describe('createRouterMetrics', () => {
     expect(value(families, 'svc_router_request_duration_seconds_count', { app: 'myapp' })).toBe(2);
   });
 });
+
+describe('parseExposition (the tests\' reading of a scrape)', () => {
+  it('finds every label set of a histogram, not only the first', async () => {
+    const metrics = new ControllerMetrics({ processMetrics: false });
+    for (const route of ['/a', '/b', '/c']) metrics.observeRequest({ method: 'GET', route, status: 200, durationSeconds: 0.01 });
+
+    const families = await scrape(metrics);
+
+    for (const route of ['/a', '/b', '/c']) expect(value(families, 'svc_http_request_duration_seconds_count', { route })).toBe(1);
+  });
+});

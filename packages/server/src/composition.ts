@@ -20,9 +20,10 @@ import { FileLogStore } from '@svc/logs-file';
 import { MemoryScheduler } from '@svc/scheduler-memory';
 import { ProcessScheduler } from '@svc/scheduler-process';
 import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
-import { createHttpApp, type HttpLogger } from '@svc/http-express';
+import { createHttpApp, type HttpLogger, type HttpOptions } from '@svc/http-express';
 import { GitServer } from '@svc/builder-git';
 import { AppRouter } from '@svc/router-http';
+import type { ControllerMetrics } from '@svc/metrics-prometheus';
 import type { SchedulerKind } from './config';
 import { PlatformRouteTable, StoredCertificates } from './routing';
 
@@ -64,6 +65,8 @@ export interface CompositionOptions {
   git?: GitSetup | null;
   /** When aborted, log follow streams end (a graceful stop need not wait for them). */
   shutdown?: AbortSignal;
+  /** Metrics: told about requests and deploys, and served at `GET /metrics`; absent or null: none. */
+  metrics?: { collector: ControllerMetrics; token: string | null } | null;
 }
 
 /** Where the git server keeps repositories and build directories, and how it introduces itself. */
@@ -146,7 +149,7 @@ const schedulerModule = (kind: SchedulerKind, chaos: ChaosOptions | null, proces
     });
   });
 
-const coreModule = (settings: Settings) =>
+const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined) =>
   new ContainerModule(({ bind }) => {
     bind<Settings>(TOKENS.Settings).toConstantValue(settings);
     bind<CoreDependencies>(TOKENS.CoreDependencies).toDynamicValue((ctx) => ({
@@ -162,6 +165,7 @@ const coreModule = (settings: Settings) =>
       ids: ctx.get(TOKENS.IdGenerator),
       random: ctx.get(TOKENS.RandomSource),
       settings: ctx.get(TOKENS.Settings),
+      deployObserver: metrics,
     }));
     // Each use case class is its own binding, built by a factory: the core needs no decorators.
     const classes = Object.entries(USE_CASES) as [string, UseCaseClass][];
@@ -172,6 +176,14 @@ const coreModule = (settings: Settings) =>
       (ctx) => Object.freeze(Object.fromEntries(classes.map(([name, UseCase]) => [name, ctx.get<object>(UseCase)]))) as unknown as UseCases,
     );
   });
+
+/** The HTTP edge's side of the metrics: every request observed, `GET /metrics` served. */
+function httpMetrics(metrics: ControllerMetrics, token: string | null): Pick<HttpOptions, 'requestObserver' | 'metrics'> {
+  return {
+    requestObserver: (sample) => metrics.observeRequest(sample),
+    metrics: { token, scrape: async () => ({ contentType: metrics.contentType, body: await metrics.render() }) },
+  };
+}
 
 const httpModule = (options: CompositionOptions) =>
   new ContainerModule(({ bind }) => {
@@ -185,6 +197,7 @@ const httpModule = (options: CompositionOptions) =>
         logger: options.logger,
         trustProxy: options.trustProxy,
         shutdown: options.shutdown,
+        ...(options.metrics ? httpMetrics(options.metrics.collector, options.metrics.token) : {}),
       }),
     );
   });
@@ -226,7 +239,7 @@ export function compose(options: CompositionOptions): {
     parsersModule,
     logsModule(options.logDirectory, options.logStore),
     schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes),
-    coreModule(options.settings),
+    coreModule(options.settings, options.metrics?.collector),
     httpModule(options),
     gitModule(options.git ?? null, options.logger),
     routerModule(options),

@@ -9,6 +9,7 @@ import { httpServerOptions } from '@svc/http-express';
 import { createDatabase, type Database } from '@svc/persistence-typeorm';
 import type { ProcessScheduler } from '@svc/scheduler-process';
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
+import { ControllerMetrics } from '@svc/metrics-prometheus';
 import { compose, type GitSetup } from './composition';
 import type { ServerConfig } from './config';
 
@@ -130,6 +131,13 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   const git = config.gitSshPort === null ? null : gitSetup(config, dataDir, () => routerPort);
   // Ends log follow streams at shutdown: they would otherwise hold the stop up to its timeout.
   const shutdown = new AbortController();
+  const metrics = config.metrics.enabled
+    ? new ControllerMetrics({
+        containers: () => database.containerCountsByState(),
+        pool: () => database.poolStats(),
+        version: platformVersion(),
+      })
+    : null;
   const { app, scheduler, processScheduler, useCases, gitServer, router } = compose({
     database,
     secretKey,
@@ -150,6 +158,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     logger,
     git: git?.setup ?? null,
     shutdown: shutdown.signal,
+    metrics: metrics === null ? null : { collector: metrics, token: config.metrics.token },
   });
 
   const stopProcesses = async (): Promise<void> => {

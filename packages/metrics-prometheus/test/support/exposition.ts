@@ -12,7 +12,16 @@ export type Families = ReturnType<typeof parsePrometheusTextFormat>;
 export function parseExposition(text: string): Families {
   const families = parsePrometheusTextFormat(text);
   const series = parsePrometheusTextFormat(text.replace(/^# TYPE (\S+) histogram$/gm, '# TYPE $1 untyped'));
-  return [...families, ...series.filter((s) => !families.some((f) => f.name === s.name))];
+  // A histogram's series alternate (buckets, sum and count of one label set, then the next):
+  // each run comes back as a family of its own, gathered here by name.
+  const gathered = new Map<string, Families[number]>();
+  for (const s of series) {
+    if (families.some((f) => f.name === s.name)) continue;
+    const seen = gathered.get(s.name);
+    if (seen === undefined) gathered.set(s.name, { ...s, metrics: [...s.metrics] });
+    else seen.metrics.push(...s.metrics);
+  }
+  return [...families, ...gathered.values()];
 }
 
 /** The family called `name`. @throws when the scrape has none. */

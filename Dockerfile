@@ -16,6 +16,8 @@ ARG NODE_IMAGE=node:20-bookworm-slim
 ARG BUILD_IMAGE=node:20-bookworm
 
 FROM ${BUILD_IMAGE} AS build
+# Marks the intermediate image the legacy builder keeps, so that build-image.sh can remove it.
+LABEL org.svc.stage=build
 # 1: the context already holds the compiled packages and production-only node_modules.
 ARG PREBUILT=0
 WORKDIR /src

@@ -31,7 +31,9 @@ done
 say() { echo "build-image: $*" >&2; }
 
 if [ "$prebuilt" = 0 ]; then
-  exec docker build ${base:+--build-arg "NODE_IMAGE=$base"} -t "$tag" .
+  docker build ${base:+--build-arg "NODE_IMAGE=$base"} -t "$tag" .
+  docker image prune -f --filter label=org.svc.stage=build >/dev/null || true
+  exit 0
 fi
 
 [ -n "$base" ] || { say "--prebuilt needs --base IMAGE (e.g. from scripts/make-node-base.sh)"; exit 2; }
@@ -61,3 +63,5 @@ docker build \
   --build-arg "NODE_IMAGE=$base" \
   -t "$tag" \
   "$context"
+# The build stage's image is left untagged by the legacy builder: remove it (only ours).
+docker image prune -f --filter label=org.svc.stage=build >/dev/null || true

@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+// The project to check: the argument, or this repository.
+const root = process.argv[2] ?? join(dirname(fileURLToPath(import.meta.url)), '..');
 const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8'));
 const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const problems = [];

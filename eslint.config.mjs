@@ -36,7 +36,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['bench/**/*.{js,mjs,ts}', '.ci/**/*.js'],
+    files: ['bench/**/*.{js,mjs,ts}', '.ci/**/*.js', 'scripts/**/*.mjs'],
     rules: { 'no-console': 'off' },
     languageOptions: { globals: { require: 'readonly', process: 'readonly', console: 'readonly', module: 'writable', __dirname: 'readonly' } },
   },

@@ -6,6 +6,7 @@ export * from './model/pagination';
 export * from './model/time';
 export * from './ports/repositories';
 export * from './ports/services';
+export * from './ports/observers';
 export * from './version/policy';
 export * from './rules/apps';
 export * from './rules/config';

@@ -5,12 +5,14 @@ import { DEFAULT_FOLLOW_BUFFER_BYTES } from './follow';
 import { installJsonResponse } from './json-response';
 import { silentLogger, type HttpLogger } from './logger';
 import { answerOptions, requestStart, selectVersion } from './middleware';
+import { observeRequests, type RequestObserver } from './observe';
 import { routerFor, type RouteContext } from './routing';
 import { inSequence } from './sequence';
 import { corsPolicy, hostCheck } from './origins';
 import { securityHeaders } from './security';
 import { accountRoutes } from './routes/accounts';
 import { appRoutes } from './routes/apps';
+import { metricsRoutes, type MetricsEndpoint } from './routes/metrics';
 import { probeRoutes } from './routes/probes';
 import { releaseRoutes } from './routes/releases';
 import { resourceRoutes } from './routes/resources';
@@ -41,6 +43,10 @@ export interface HttpOptions {
   followBufferBytes?: number;
   /** When aborted, open log follow streams end, so that a graceful stop need not wait for them. */
   shutdown?: AbortSignal;
+  /** Told about every request once it is answered (method, route pattern, status, duration), e.g. for metrics. */
+  requestObserver?: RequestObserver;
+  /** Serves `GET /metrics` when given. */
+  metrics?: MetricsEndpoint;
 }
 
 /** Builds the Express application of the controller API (not listening yet). */
@@ -65,6 +71,7 @@ export function createHttpApp(options: HttpOptions): Application {
 
   app.use(
     inSequence(
+      ...(options.requestObserver === undefined ? [] : [observeRequests(options.requestObserver)]),
       requestStart(options.defaultVersion, options.platformVersion, logger),
       securityHeaders,
       corsPolicy(options.corsAllowedOrigins ?? []),
@@ -77,6 +84,7 @@ export function createHttpApp(options: HttpOptions): Application {
     routerFor(
       [
         ...probeRoutes(context),
+        ...metricsRoutes(options.metrics),
         ...accountRoutes(context),
         ...appRoutes(context),
         ...releaseRoutes(context),

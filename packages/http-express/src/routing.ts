@@ -72,7 +72,9 @@ const available = (route: Route, policy: VersionPolicy): boolean =>
 
 function handlerFor(route: Route, useCases: UseCases) {
   return async (req: Request, res: Response): Promise<void> => {
-    const { version, policy } = stateOf(res);
+    const state = stateOf(res);
+    state.route = route.path;
+    const { version, policy } = state;
     // Endpoints of a later version do not exist for this request: not even their auth applies.
     if (!available(route, policy)) throw routeNotFound();
     // Credentials are checked before the body is read, so strangers cannot make us buffer it.
@@ -114,6 +116,7 @@ export function routerFor(routes: readonly Route[], useCases: UseCases): Router 
   for (const [path, sharing] of byPath) {
     router.all(path, (_req: Request, res: Response, next: NextFunction) => {
       const state = stateOf(res);
+      state.route ??= path;
       for (const route of sharing) if (available(route, state.policy)) state.allowedMethods.add(route.method.toUpperCase());
       next();
     });

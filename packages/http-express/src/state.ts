@@ -8,6 +8,8 @@ export interface RequestState {
   policy: VersionPolicy;
   /** Methods of the routes whose path matched but whose method did not, for the 405 answer. */
   allowedMethods: Set<string>;
+  /** The pattern of the route whose path matched (`/v1/apps/:id`), once one did: the metrics label. */
+  route?: string;
 }
 
 const KEY = 'svcRequest';

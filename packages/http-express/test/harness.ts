@@ -14,7 +14,7 @@ import {
   SeededRandom,
   SequentialIdGenerator,
 } from '@svc/core/testing';
-import { createHttpApp, type HttpLogger } from '../src';
+import { createHttpApp, type HttpLogger, type HttpOptions } from '../src';
 
 /** A logger that keeps what it was given, for assertions. */
 export class RecordingLogger implements HttpLogger {
@@ -58,6 +58,8 @@ export interface HarnessOptions {
   corsAllowedOrigins?: string[];
   /** Default `.example.com`, the host names the tests use. */
   allowedHosts?: string[];
+  requestObserver?: HttpOptions['requestObserver'];
+  metrics?: HttpOptions['metrics'];
 }
 
 /** The platform version the test application announces. */
@@ -100,6 +102,8 @@ export function harness(options: HarnessOptions = {}): Harness {
     shutdown: options.shutdown,
     corsAllowedOrigins: options.corsAllowedOrigins,
     allowedHosts: options.allowedHosts ?? ['.example.com'],
+    requestObserver: options.requestObserver,
+    metrics: options.metrics,
   });
   return { app, scheduler, clock, logs, uow, logger, useCases };
 }

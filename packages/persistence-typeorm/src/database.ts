@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { LogStore, UnitOfWork } from '@svc/core';
 import type { Dialect } from './dialect';
-import { PostgresEngine, SqliteEngine, type ManagedEngine } from './engines';
+import { PostgresEngine, SqliteEngine, type ManagedEngine, type PoolStats } from './engines';
 import { TypeOrmLogStore, type TypeOrmLogStoreOptions } from './log-store';
 import { OrmLoggerAdapter, SILENT_LOGGER, type DatabaseLogger } from './logger';
 import { AutonomousSession } from './session';
@@ -45,6 +45,10 @@ export interface Database {
    * @throws Unavailable (DATABASE.UNAVAILABLE) when the database cannot be reached.
    */
   sharedSecret(name: string, generate: () => string): Promise<string>;
+  /** The connections now (PostgreSQL: pg's pool; SQLite: its writer and reader connections). */
+  poolStats(): PoolStats;
+  /** How many containers are recorded in each state (states with none are left out). */
+  containerCountsByState(): Promise<Record<string, number>>;
   /** Waits for running transactions and closes every connection. */
   close(): Promise<void>;
 }
@@ -150,6 +154,20 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
       const stored = await read();
       if (stored === null) throw new Error(`The secret ${name} could not be stored`);
       return stored.value;
+    },
+    poolStats() {
+      return engine.poolStats();
+    },
+    async containerCountsByState() {
+      const rows = await session.read((manager) =>
+        manager
+          .createQueryBuilder(engine.schemas.containers, 'c')
+          .select('c.state', 'state')
+          .addSelect('COUNT(*)', 'count')
+          .groupBy('c.state')
+          .getRawMany<{ state: string; count: string | number }>(),
+      );
+      return Object.fromEntries(rows.map((row) => [row.state, Number(row.count)]));
     },
     close() {
       closing ??= engine.close();

@@ -16,7 +16,21 @@ export interface ManagedEngine extends Engine {
   migrate(): Promise<string[]>;
   /** Runs a trivial query. */
   ping(): Promise<void>;
+  /** The connections now, for metrics. */
+  poolStats(): PoolStats;
   close(): Promise<void>;
+}
+
+/** The connections of an engine at one moment. */
+export interface PoolStats {
+  /** Connections the engine may open. */
+  max: number;
+  /** Connections open now. */
+  open: number;
+  /** Open connections not running anything. */
+  idle: number;
+  /** Callers waiting for a connection. */
+  waiting: number;
 }
 
 // Queries slower than this are reported to the logger, TypeORM's and hand-written alike.
@@ -152,6 +166,12 @@ export class SqliteEngine implements ManagedEngine {
     await this.readerSource.query('SELECT 1');
   }
 
+  /** Two connections, a writer and a reader; callers queue for the writer, reads never wait. */
+  poolStats(): PoolStats {
+    const writing = this.mutex.held ? 1 : 0;
+    return { max: 2, open: 2, idle: 2 - writing, waiting: this.mutex.waiting };
+  }
+
   async close(): Promise<void> {
     await this.readerSource.destroy();
     // The writer closes last, once running transactions are done; closing the last
@@ -172,6 +192,14 @@ export interface PostgresEngineOptions {
   location: string;
 }
 
+/** The counters of a pg Pool. */
+interface PgPoolCounts {
+  totalCount: number;
+  idleCount: number;
+  waitingCount: number;
+  options?: { max?: number };
+}
+
 // An arbitrary constant: every controller process takes the same advisory lock to migrate.
 const MIGRATION_LOCK_KEY = 7_305_011_337;
 
@@ -188,6 +216,7 @@ export class PostgresEngine implements ManagedEngine {
     readonly schemas: Schemas,
     private readonly dataSource: DataSource,
     ormLogger: OrmLogger,
+    private readonly poolSize: number,
   ) {
     this.readerSql = PostgresPoolRunner.of(dataSource, (ms, query) => ormLogger.logQuerySlow(ms, query));
   }
@@ -214,7 +243,7 @@ export class PostgresEngine implements ManagedEngine {
       });
       try {
         await dataSource.initialize();
-        return new PostgresEngine(schemas, dataSource, options.ormLogger);
+        return new PostgresEngine(schemas, dataSource, options.ormLogger, options.poolSize);
       } catch (error) {
         if (attempt >= options.connectRetries) throw error;
         const delayMs = Math.min(500 * 2 ** attempt, 10_000);
@@ -250,6 +279,13 @@ export class PostgresEngine implements ManagedEngine {
 
   async ping(): Promise<void> {
     await this.dataSource.query('SELECT 1');
+  }
+
+  /** pg's pool: its size, open and idle connections, and queries waiting for one. */
+  poolStats(): PoolStats {
+    const pool = (this.dataSource.driver as unknown as { master?: PgPoolCounts }).master;
+    if (pool === undefined) return { max: this.poolSize, open: 0, idle: 0, waiting: 0 };
+    return { max: pool.options?.max ?? this.poolSize, open: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
   }
 
   async close(): Promise<void> {

@@ -23,9 +23,10 @@ import { MemoryScheduler } from '@svc/scheduler-memory';
 import { ProcessScheduler, type SandboxOptions } from '@svc/scheduler-process';
 import { DockerImageBuilder, DockerScheduler, createEngine, type Docker } from '@svc/scheduler-docker';
 import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
-import { createHttpApp, type HttpLogger } from '@svc/http-express';
+import { createHttpApp, type HttpLogger, type HttpOptions } from '@svc/http-express';
 import { GitServer } from '@svc/builder-git';
 import { AppRouter } from '@svc/router-http';
+import type { ControllerMetrics } from '@svc/metrics-prometheus';
 import type { ImageBuildSettings, SchedulerKind } from './config';
 import { PlatformRouteTable, StoredCertificates } from './routing';
 
@@ -80,6 +81,8 @@ export interface CompositionOptions {
   shutdown?: AbortSignal;
   /** Fields added to the `GET /readyz` answer (how apps are confined, when it matters). */
   readyDetails?: () => Record<string, string>;
+  /** Metrics: told about requests and deploys, and served at `GET /metrics`; absent or null: none. */
+  metrics?: { collector: ControllerMetrics; token: string | null } | null;
 }
 
 /** Where the git server keeps repositories and build directories, and how it introduces itself. */
@@ -243,7 +246,7 @@ const imagesModule = (builds: ImageBuildSettings | null) =>
     );
   });
 
-const coreModule = (settings: Settings) =>
+const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined) =>
   new ContainerModule(({ bind }) => {
     bind<Settings>(TOKENS.Settings).toConstantValue(settings);
     bind<CoreDependencies>(TOKENS.CoreDependencies).toDynamicValue((ctx) => ({
@@ -260,6 +263,7 @@ const coreModule = (settings: Settings) =>
       random: ctx.get(TOKENS.RandomSource),
       settings: ctx.get(TOKENS.Settings),
       images: ctx.get<ImageBuilder | null>(TOKENS.ImageBuilder),
+      deployObserver: metrics,
     }));
     // Each use case class is its own binding, built by a factory: the core needs no decorators.
     const classes = Object.entries(USE_CASES) as [string, UseCaseClass][];
@@ -270,6 +274,14 @@ const coreModule = (settings: Settings) =>
       (ctx) => Object.freeze(Object.fromEntries(classes.map(([name, UseCase]) => [name, ctx.get<object>(UseCase)]))) as unknown as UseCases,
     );
   });
+
+/** The HTTP edge's side of the metrics: every request observed, `GET /metrics` served. */
+function httpMetrics(metrics: ControllerMetrics, token: string | null): Pick<HttpOptions, 'requestObserver' | 'metrics'> {
+  return {
+    requestObserver: (sample) => metrics.observeRequest(sample),
+    metrics: { token, scrape: async () => ({ contentType: metrics.contentType, body: await metrics.render() }) },
+  };
+}
 
 const httpModule = (options: CompositionOptions) =>
   new ContainerModule(({ bind }) => {
@@ -286,6 +298,7 @@ const httpModule = (options: CompositionOptions) =>
         corsAllowedOrigins: options.corsAllowedOrigins,
         allowedHosts: options.allowedHosts,
         shutdown: options.shutdown,
+        ...(options.metrics ? httpMetrics(options.metrics.collector, options.metrics.token) : {}),
       }),
     );
   });
@@ -336,7 +349,7 @@ export function compose(options: CompositionOptions): {
     schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes, options.docker),
     // The process scheduler runs checkouts: pushed commits are built into images for the others.
     imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null)),
-    coreModule(options.settings),
+    coreModule(options.settings, options.metrics?.collector),
     httpModule(options),
     gitModule(options.git ?? null, options.logger),
     routerModule(options),

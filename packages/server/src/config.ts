@@ -126,6 +126,8 @@ export interface ServerConfig {
   routerHost: string;
   /** The router's HTTPS port (`ROUTER_TLS_PORT`, 0 = any free port); null when unset. */
   routerTlsPort: number | null;
+  /** `GET /metrics` on the API port (`METRICS`, default on), and the bearer token it requires (`METRICS_TOKEN`; null: none). */
+  metrics: { enabled: boolean; token: string | null };
   settings: Settings;
   /** How pushed commits become images; null: they run from their checkout. */
   imageBuilds: ImageBuildSettings | null;
@@ -358,6 +360,16 @@ function list(env: Env, name: string): string[] {
     .filter((item) => item.length > 0);
 }
 
+/** `METRICS` (on by default) and `METRICS_TOKEN` (unset: no token is asked for). */
+function metrics(env: Env): { enabled: boolean; token: string | null } {
+  const enabled = flag(env, 'METRICS', true);
+  const token = env.METRICS_TOKEN?.trim() ? env.METRICS_TOKEN.trim() : null;
+  if (token !== null && (token.length < 16 || /\s/.test(token))) {
+    throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters without spaces');
+  }
+  return { enabled, token };
+}
+
 const HOSTNAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
 
 /**
@@ -453,6 +465,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     routerPort: routerPort(env),
     routerHost: text(env, 'ROUTER_HOST', text(env, 'HOST', '127.0.0.1')),
     routerTlsPort: routerTlsPort(env),
+    metrics: metrics(env),
     settings,
     imageBuilds: imageBuilds(env),
   };

@@ -10,6 +10,7 @@ import { createDatabase, type Database } from '@svc/persistence-typeorm';
 import type { ProcessScheduler, SandboxStatus } from '@svc/scheduler-process';
 import { createEngine, pingEngine, type DockerScheduler } from '@svc/scheduler-docker';
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
+import { ControllerMetrics } from '@svc/metrics-prometheus';
 import { compose, type GitSetup } from './composition';
 import { UNSAFE_SWITCH, type SchedulerKind, type ServerConfig } from './config';
 
@@ -213,6 +214,13 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     await database.close();
     throw error;
   }
+  const metrics = config.metrics.enabled
+    ? new ControllerMetrics({
+        containers: () => database.containerCountsByState(),
+        pool: () => database.poolStats(),
+        version: platformVersion(),
+      })
+    : null;
   const { app, scheduler, processScheduler, dockerScheduler, useCases, gitServer, router } = compose({
     database,
     secretKey,
@@ -247,6 +255,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     git: git?.setup ?? null,
     imageBuilds: config.imageBuilds,
     shutdown: shutdown.signal,
+    metrics: metrics === null ? null : { collector: metrics, token: config.metrics.token },
   });
 
   const stopProcesses = async (): Promise<void> => {

@@ -77,6 +77,8 @@ const ROWS: readonly Row[] = [
   { method: 'GET', path: '/v1/', expect: [401, 200, 200, 200, 200], target: () => ({ path: '/v1/' }) },
   { method: 'GET', path: '/healthz', expect: [200, 200, 200, 200, 200], target: () => ({ path: '/healthz' }) },
   { method: 'GET', path: '/readyz', expect: [200, 200, 200, 200, 200], target: () => ({ path: '/readyz' }) },
+  // Metrics answer whoever reaches the port unless METRICS_TOKEN is set (metrics.e2e.spec.ts); API tokens play no part.
+  { method: 'GET', path: '/metrics', expect: [200, 200, 200, 200, 200], target: () => ({ path: '/metrics' }) },
 
   // Accounts.
   {

@@ -430,3 +430,22 @@ describe('loadConfig: tenant limits', () => {
     expect(() => loadConfig({ [variable]: value })).toThrow(new RegExp(`^${variable}: `));
   });
 });
+
+describe('loadConfig: metrics', () => {
+  it('serves GET /metrics without a token by default', () => {
+    expect(loadConfig({}).metrics).toEqual({ enabled: true, token: null });
+  });
+
+  it('reads METRICS (off = no endpoint) and METRICS_TOKEN', () => {
+    expect(loadConfig({ METRICS: 'off' }).metrics.enabled).toBe(false);
+    expect(loadConfig({ METRICS_TOKEN: ' 0123456789abcdef ' }).metrics).toEqual({ enabled: true, token: '0123456789abcdef' });
+  });
+
+  it.each([
+    ['METRICS', 'maybe'],
+    ['METRICS_TOKEN', 'short'],
+    ['METRICS_TOKEN', 'has a space in it somewhere'],
+  ])('refuses %s=%p, naming the variable', (variable, value) => {
+    expect(failureOf({ [variable]: value })?.message).toMatch(new RegExp(`^${variable}: `));
+  });
+});

@@ -16,6 +16,7 @@ export {
 export { FakeScheduler, type RunningContainer, type SchedulerCall } from './fake-scheduler';
 export { InMemoryLogStore } from './in-memory-log-store';
 export { FakeImageBuilder, type FakeImage } from './fake-image-builder';
+export { RecordingDeployObserver, type ObservedDeploy } from './recording-deploy-observer';
 export {
   BUILDER_PASSWORD,
   aBuild,

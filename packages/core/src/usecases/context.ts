@@ -16,6 +16,7 @@ import type {
   SecretBox,
   TokenGenerator,
 } from '../ports/services';
+import type { DeployObserver } from '../ports/observers';
 import { canAdministerApp, canSeeApp, isAdmin } from '../rules/apps';
 import type { Quotas } from '../rules/quotas';
 
@@ -104,6 +105,8 @@ export interface CoreDependencies {
   settings: Settings;
   /** Builds pushed commits into images; absent or null: pushed commits run from their checkout (the process scheduler). */
   images?: ImageBuilder | null;
+  /** Watches deploys (metrics); none when absent. */
+  deployObserver?: DeployObserver;
 }
 
 /** The authenticated caller: the user and the token they presented. */

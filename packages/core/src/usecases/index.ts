@@ -39,6 +39,7 @@ export * from './containers';
 export * from './context';
 export * from './deploy';
 export * from './leases';
+export * from './observe';
 export * from './releases';
 export * from './quotas';
 export * from './resources';

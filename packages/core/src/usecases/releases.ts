@@ -10,9 +10,10 @@ import { isReleaseImage, planSourceBuild, releaseImage, type SourceFiles } from 
 import { loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependencies } from './context';
 import { carryOut, currentRelease, planRelease, releaseState, Rollout, type ReleaseState } from './deploy';
 import { withAppLease, type LeaseDependencies } from './leases';
+import { observeDeploy } from './observe';
 import { buildSourceImage, discardSourceImage, keyActor, pruneSourceImages, retainedBuilds, tagSourceImage, userOfKey } from './sources';
 
-type ReleaseDeps = LeaseDependencies;
+type ReleaseDeps = LeaseDependencies & Pick<CoreDependencies, 'deployObserver'>;
 
 /** What a new release points to, what it says about itself (without the actor's name), and what it adds. */
 interface ReleaseChange {
@@ -41,7 +42,8 @@ async function publishRelease<C extends ReleaseChange>(
   change: (repos: Repositories, current: ReleaseState, app: App) => Promise<C>,
 ): Promise<PublishedRelease & { build: C['build'] }> {
   const visible = await loadVisibleApp(deps.uow.repositories, actor, appId);
-  const published = await withAppLease(deps, visible.id, async (lease) => {
+  // Every deploy passes here: the one place where the observer (metrics) sees it.
+  const published = await observeDeploy(deps, appId, withAppLease(deps, visible.id, async (lease) => {
     // Read again under the lease: whatever ran before it is published by now.
     const repos = deps.uow.repositories;
     const app = await loadVisibleApp(repos, actor, appId);
@@ -80,7 +82,7 @@ async function publishRelease<C extends ReleaseChange>(
       }
       return { app: published, ...state, build: next.build };
     });
-  });
+  }));
   await logEvent(deps, published.app.id, published.release.summary);
   return published;
 }

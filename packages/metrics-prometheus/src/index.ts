@@ -1,0 +1,2 @@
+export { ControllerMetrics, type ControllerMetricsOptions, type PoolStats, type RequestSample } from './controller-metrics';
+export { createRouterMetrics, type RoutedRequestSample, type RouterMetrics } from './router-metrics';

@@ -77,6 +77,8 @@ const ROWS: readonly Row[] = [
   { method: 'GET', path: '/v1/', expect: [401, 200, 200, 200, 200], target: () => ({ path: '/v1/' }) },
   { method: 'GET', path: '/healthz', expect: [200, 200, 200, 200, 200], target: () => ({ path: '/healthz' }) },
   { method: 'GET', path: '/readyz', expect: [200, 200, 200, 200, 200], target: () => ({ path: '/readyz' }) },
+  // The API's contract is public: clients read it before they have an account.
+  { method: 'GET', path: '/v1/openapi.json', expect: [200, 200, 200, 200, 200], target: () => ({ path: '/v1/openapi.json' }) },
 
   // Accounts.
   {

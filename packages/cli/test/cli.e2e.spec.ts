@@ -10,7 +10,8 @@ import { run } from '../../builder-git/test/support/git-client';
 import { main } from '../src/program';
 import { CliRunner, compileClient } from './support/cli';
 
-jest.setTimeout(120_000);
+// Each step spawns the client several times against a real controller: generous on a loaded machine.
+jest.setTimeout(300_000);
 
 /** Every command of the client, as `svc --help` lists them. */
 const COMMANDS = [
@@ -248,7 +249,9 @@ describe('svc, the command-line client, against a running controller', () => {
       const failed = await svc.run(['run', '--', 'sh', '-c', '"echo oops; exit 7"'], { cwd: checkout });
       expect(failed.code).toBe(7);
       expect(failed.stdout).toBe('oops\n');
-      expect(await svc.json(['run', 'exit 3', '-a', 'hello'])).toEqual({ rc: 3, output: '' });
+      const scripted = await svc.run(['run', 'exit 3', '-a', 'hello', '--json']);
+      expect(scripted.code).toBe(3);
+      expect(JSON.parse(scripted.stdout)).toEqual({ rc: 3, output: '' });
     });
 
     it('ps:scale web=2 runs two web processes; ps lists them; ps:restart restarts one', async () => {

@@ -75,15 +75,18 @@ export function prompt(io: Io, question: string, hidden = false): Promise<string
   return new Promise((resolve) => {
     const rl = createInterface({ input: io.in, output: io.err, terminal: io.in.isTTY === true });
     if (hidden) {
-      // Print the question once, then swallow the echo of what is typed.
+      // The question is written once; what is typed after it is not echoed.
       const output = rl as unknown as { _writeToOutput?: (s: string) => void };
-      io.err.write(question);
-      output._writeToOutput = () => undefined;
-      rl.question('', (answer) => {
+      let muted = false;
+      output._writeToOutput = (s: string) => {
+        if (!muted) io.err.write(s);
+      };
+      rl.question(question, (answer) => {
         rl.close();
         io.err.write('\n');
         resolve(answer);
       });
+      muted = true;
       return;
     }
     rl.question(question, (answer) => {

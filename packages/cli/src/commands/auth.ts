@@ -1,6 +1,6 @@
 import type { Registrar } from '../command';
 import type { Context } from '../context';
-import { UsageError } from '../errors';
+import { ApiError, UsageError } from '../errors';
 import { print, printJson, printTable, prompt } from '../output';
 import { DEFAULT_GIT_PORT, readClientFile, updateProfile, writeClientFile } from '../profile';
 
@@ -66,8 +66,15 @@ export function registerAuth(r: Registrar): void {
       const body: Record<string, string> = { username, password, email };
       if (typeof options.firstName === 'string') body.first_name = options.firstName;
       if (typeof options.lastName === 'string') body.last_name = options.lastName;
-      // An administrator who is logged in may register others where registration is admin-only.
-      const user = (await ctx.api(url).request('POST', '/v1/auth/register/', { body })).body;
+      // An administrator who is logged in may register others where registration is admin-only;
+      // a token the controller no longer knows must not stand in the way of a new account.
+      let user: unknown;
+      try {
+        user = (await ctx.api(url).request('POST', '/v1/auth/register/', { body })).body;
+      } catch (error) {
+        if (!(error instanceof ApiError) || error.status !== 401) throw error;
+        user = (await ctx.api(url).request('POST', '/v1/auth/register/', { body, anonymous: true })).body;
+      }
       if (options.login !== false) await login(ctx, url, username, password, gitPortOption(options.gitPort));
       if (ctx.json) printJson(ctx.io, user);
       else {

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { mkdtemp, mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -55,7 +56,8 @@ describe('svc, the command-line client, against a running controller', () => {
   let checkout: string;
   let svc: CliRunner;
   let gitEnv: NodeJS.ProcessEnv;
-  const ports = 31000 + Math.floor(Math.random() * 40) * 200;
+  // A port range no other suite uses (git push: 30000-39999, the router: 44000, the scheduler: 43000).
+  const ports = 45000 + Math.floor(Math.random() * 20) * 200;
 
   const git = (args: string[]): string => execFileSync('git', args, { cwd: checkout, env: gitEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 
@@ -124,9 +126,16 @@ describe('svc, the command-line client, against a running controller', () => {
     });
 
     it('an unreachable controller exits 4', async () => {
-      const outcome = await svc.with({ SVC_URL: 'http://127.0.0.1:9', SVC_TOKEN: 'x'.repeat(40) }).run(['apps']);
+      // A port that was free a moment ago: nothing listens there.
+      const closed = await new Promise<number>((resolve) => {
+        const probe = createServer().listen(0, '127.0.0.1', () => {
+          const { port } = probe.address() as AddressInfo;
+          probe.close(() => resolve(port));
+        });
+      });
+      const outcome = await svc.with({ SVC_URL: `http://127.0.0.1:${closed}`, SVC_TOKEN: 'x'.repeat(40) }).run(['apps']);
       expect(outcome.code).toBe(4);
-      expect(outcome.stderr).toContain('cannot reach the controller');
+      expect(outcome.stderr).toBe(`svc: cannot reach the controller at http://127.0.0.1:${closed}: ECONNREFUSED\n`);
     });
   });
 

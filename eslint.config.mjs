@@ -7,7 +7,7 @@ const adapters = [
 ];
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', 'data/**', 'coverage/**'] },
+  { ignores: ['**/dist/**', '**/node_modules/**', 'data/**', 'coverage/**', 'packages/cli/.e2e-build-*/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -34,6 +34,12 @@ export default tseslint.config(
         patterns: [{ regex: '^@svc/(?!core$)', message: 'Adapters depend on @svc/core only.' }],
       }],
     },
+  },
+  {
+    // The installed `svc` command: a CommonJS shim that runs the compiled client.
+    files: ['packages/cli/bin/*.js'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', process: 'readonly' } },
   },
   {
     files: ['bench/**/*.{js,mjs,ts}', '.ci/**/*.js', 'scripts/**/*.mjs'],

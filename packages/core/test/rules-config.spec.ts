@@ -3,6 +3,7 @@ import {
   describeConfigChange,
   mergeConfig,
   parseConfigChanges,
+  assertServiceVariablesCurrent,
   releaseEnvironment,
 } from '@svc/core';
 import type { ConfigChanges, MergedConfig } from '@svc/core';
@@ -89,9 +90,29 @@ describe('parseConfigChanges', () => {
       });
     });
 
-    it.each([['SVC_APP'], ['SVC_RELEASE']])('refuses setting the service variable %s', (key) => {
-      expect(fieldsOf(() => parseConfigChanges({ values: { [key]: 'mine' } }))).toEqual({
+    it('keeps repeated service variables apart from the changes', () => {
+      expect(parseConfigChanges({ values: { SVC_APP: 'myapp', SVC_RELEASE: 'v3', FOO: 'bar' } })).toEqual({
+        ...NO_CHANGES,
+        values: { FOO: 'bar' },
+        repeated: { SVC_APP: 'myapp', SVC_RELEASE: 'v3' },
+      });
+    });
+
+    it.each([['SVC_APP'], ['SVC_RELEASE']])('refuses setting the service variable %s to a value that is not current', (key) => {
+      const changes = parseConfigChanges({ values: { [key]: 'mine' } });
+      expect(fieldsOf(() => assertServiceVariablesCurrent(changes, { SVC_APP: 'myapp', SVC_RELEASE: 'v3' }))).toEqual({
         values: [`${key} is set by the platform and cannot be changed.`],
+      });
+    });
+
+    it('accepts service variables repeated with their current values', () => {
+      const changes = parseConfigChanges({ values: { SVC_APP: 'myapp', SVC_RELEASE: 'v3' } });
+      expect(() => assertServiceVariablesCurrent(changes, { SVC_APP: 'myapp', SVC_RELEASE: 'v3' })).not.toThrow();
+    });
+
+    it.each([[5], [true], [{}]])('refuses a service variable given as %p', (value) => {
+      expect(fieldsOf(() => parseConfigChanges({ values: { SVC_APP: value } }))).toEqual({
+        values: ['SVC_APP is set by the platform and cannot be changed.'],
       });
     });
 
@@ -163,7 +184,7 @@ describe('parseConfigChanges', () => {
     expect(
       fieldsOf(() =>
         parseConfigChanges({
-          values: { '1A': 'x', SVC_APP: 'y', OK: 'fine' },
+          values: { '1A': 'x', SVC_APP: null, OK: 'fine' },
           memory: { web: 'lots' },
           cpu: { web: 5000 },
           tags: { 'x-y': 'z' },

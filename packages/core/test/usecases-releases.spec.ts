@@ -92,6 +92,29 @@ describe('SetConfig', () => {
     expect(world.uow.snapshot()).toEqual(before);
   });
 
+  it('accepts and ignores the service variables repeated with their current values (a pulled config pushed back)', async () => {
+    const { world, alice } = await aliceWithApp();
+    await world.useCases.setConfig.execute(alice, 'myapp', { values: { FOO: 'bar' } });
+
+    const { config, release } = await world.useCases.setConfig.execute(alice, 'myapp', {
+      values: { FOO: 'bar', SVC_APP: 'myapp', SVC_RELEASE: 'v2' },
+    });
+
+    expect(release.version).toBe(3);
+    expect(release.summary).toBe('alice changed nothing');
+    expect(config.values).toEqual({ FOO: 'bar' });
+  });
+
+  it('refuses a repeated SVC_APP naming another app without creating anything', async () => {
+    const { world, alice } = await aliceWithApp();
+    const before = world.uow.snapshot();
+
+    const error = await rejectionOf(world.useCases.setConfig.execute(alice, 'myapp', { values: { SVC_APP: 'other', SVC_RELEASE: 'v1' } }));
+
+    expect(error.fields).toEqual({ values: ['SVC_APP is set by the platform and cannot be changed.'] });
+    expect(world.uow.snapshot()).toEqual(before);
+  });
+
   it('writes the release summary to the app log', async () => {
     const { world, alice } = await aliceWithApp();
 

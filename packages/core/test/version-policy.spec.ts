@@ -84,6 +84,12 @@ describe('version policy: the seed\'s "Changes by version" table', () => {
     ]);
   });
 
+  it('the Deis v1 client\'s names (DEIS_API_VERSION, DEIS_PLATFORM_VERSION) are sent from 1.4, with the unprefixed pair', () => {
+    const { before, since } = split('1.4');
+    for (const v of before) expect(policyFor(v).deisVersionHeaders).toBe(false);
+    for (const v of since) expect(policyFor(v).deisVersionHeaders).toBe(true);
+  });
+
   it('release header is X-Svc-Release up to 1.3, Svc-Release and X-Svc-Release from 1.4', () => {
     const { before, since } = split('1.4');
     for (const v of before) expect(policyFor(v).releaseHeaders).toEqual(['X-Svc-Release']);

@@ -6,7 +6,8 @@ import { installJsonResponse } from './json-response';
 import { silentLogger, type HttpLogger } from './logger';
 import { answerOptions, requestStart, selectVersion } from './middleware';
 import { observeRequests, type RequestObserver } from './observe';
-import { routerFor, type RouteContext } from './routing';
+import { routerFor, type Route, type RouteContext } from './routing';
+import { openApiDocument, type RouteShape } from './openapi';
 import { inSequence } from './sequence';
 import { corsPolicy, hostCheck } from './origins';
 import { securityHeaders } from './security';
@@ -49,9 +50,30 @@ export interface HttpOptions {
   metrics?: MetricsEndpoint;
 }
 
+/** Every route of the API, in the order they are tried. */
+function apiRoutes(context: RouteContext): Route[] {
+  return [
+    ...probeRoutes(context),
+    ...accountRoutes(context),
+    ...appRoutes(context),
+    ...releaseRoutes(context),
+    ...resourceRoutes(context),
+  ];
+}
+
+/** Method, path, authentication and version of every route, for documents and tests (no handler runs). */
+export function routeTable(): RouteShape[] {
+  const unused = (): never => {
+    throw new Error('The route table is for reading');
+  };
+  const context = { useCases: {}, platformDomain: '', ready: unused, logger: silentLogger, followBufferBytes: 0, openApi: unused };
+  return apiRoutes(context as unknown as RouteContext).map(({ method, path, auth, feature }) => ({ method, path, auth, feature }));
+}
+
 /** Builds the Express application of the controller API (not listening yet). */
 export function createHttpApp(options: HttpOptions): Application {
   const logger = options.logger ?? silentLogger;
+  let document: Record<string, unknown> | undefined;
   const context: RouteContext = {
     useCases: options.useCases,
     platformDomain: options.platformDomain,
@@ -60,7 +82,9 @@ export function createHttpApp(options: HttpOptions): Application {
     logger,
     followBufferBytes: options.followBufferBytes ?? DEFAULT_FOLLOW_BUFFER_BYTES,
     shutdown: options.shutdown,
+    openApi: () => (document ??= openApiDocument(routes, options.platformVersion)),
   };
+  const routes = apiRoutes(context);
 
   const app = express();
   app.disable('x-powered-by');
@@ -80,19 +104,8 @@ export function createHttpApp(options: HttpOptions): Application {
       answerOptions,
     ),
   );
-  app.use(
-    routerFor(
-      [
-        ...probeRoutes(context),
-        ...metricsRoutes(options.metrics),
-        ...accountRoutes(context),
-        ...appRoutes(context),
-        ...releaseRoutes(context),
-        ...resourceRoutes(context),
-      ],
-      options.useCases,
-    ),
-  );
+  // /metrics is the operator's, not the API's: it is not in the OpenAPI document.
+  app.use(routerFor([...routes, ...metricsRoutes(options.metrics)], options.useCases));
   app.use(errorHandler(options.defaultVersion, options.platformVersion, logger));
   return app;
 }

@@ -10,6 +10,9 @@ const X_API = 'X_SVC_API_VERSION';
 const X_PLATFORM = 'X_SVC_PLATFORM_VERSION';
 const API = 'SVC_API_VERSION';
 const PLATFORM = 'SVC_PLATFORM_VERSION';
+/** The names the Deis v1 client reads; without them it prints a warning on every call. */
+const DEIS_API = 'DEIS_API_VERSION';
+const DEIS_PLATFORM = 'DEIS_PLATFORM_VERSION';
 
 /** Every response header a version policy may send, for CORS exposure. */
 export const EXPOSED_HEADERS = [
@@ -17,6 +20,8 @@ export const EXPOSED_HEADERS = [
   PLATFORM,
   X_API,
   X_PLATFORM,
+  DEIS_API,
+  DEIS_PLATFORM,
   'Svc-Release',
   'X-Svc-Release',
   'X-Request-Id',
@@ -42,13 +47,17 @@ export const ALLOWED_METHODS = ['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'] as c
 
 /** Sets the API and platform version headers the policy calls for, removing any set before. */
 export function applyVersionHeaders(res: Response, policy: VersionPolicy, platformVersion: string): void {
-  for (const name of [API, PLATFORM, X_API, X_PLATFORM]) res.removeHeader(name);
+  for (const name of [API, PLATFORM, X_API, X_PLATFORM, DEIS_API, DEIS_PLATFORM]) res.removeHeader(name);
   if (policy.versionHeaders === 'none') return;
   res.setHeader(X_API, policy.version);
   res.setHeader(X_PLATFORM, platformVersion);
   if (policy.versionHeaders === 'both') {
     res.setHeader(API, policy.version);
     res.setHeader(PLATFORM, platformVersion);
+  }
+  if (policy.deisVersionHeaders) {
+    res.setHeader(DEIS_API, policy.version);
+    res.setHeader(DEIS_PLATFORM, platformVersion);
   }
 }
 

@@ -1,4 +1,5 @@
-export { createHttpApp, type HttpOptions } from './app';
+export { createHttpApp, routeTable, type HttpOptions } from './app';
+export { openApiDocument, openApiPath, operationKey, type RouteShape } from './openapi';
 export { httpServerOptions } from './node-server';
 export { limitConnections, timeoutOptions, type ConnectionLimits, type RefusalListener } from './connections';
 export type { HttpLogger } from './logger';

@@ -29,6 +29,8 @@ export interface RouteContext {
   followBufferBytes: number;
   /** Ends log follow streams when aborted. */
   shutdown?: AbortSignal;
+  /** The OpenAPI document of the routes (built from the route table once, on first use). */
+  openApi: () => Record<string, unknown>;
 }
 
 type Method = 'get' | 'post' | 'delete';

@@ -4,7 +4,14 @@ import request from 'supertest';
 import { fakeCertificatePem, fakePrivateKeyPem } from '@svc/core/testing';
 import { PLATFORM_VERSION, adminAndAlice, auth, createApp, deploy, harness } from './harness';
 
-const VERSION_HEADERS = ['svc_api_version', 'svc_platform_version', 'x_svc_api_version', 'x_svc_platform_version'];
+const VERSION_HEADERS = [
+  'svc_api_version',
+  'svc_platform_version',
+  'x_svc_api_version',
+  'x_svc_platform_version',
+  'deis_api_version',
+  'deis_platform_version',
+];
 
 function versionHeadersOf(headers: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(VERSION_HEADERS.filter((h) => h in headers).map((h) => [h, headers[h]]));
@@ -28,6 +35,8 @@ describe('API version selection', () => {
         svc_platform_version: PLATFORM_VERSION,
         x_svc_api_version: '1.4',
         x_svc_platform_version: PLATFORM_VERSION,
+        deis_api_version: '1.4',
+        deis_platform_version: PLATFORM_VERSION,
       },
     ],
     [
@@ -37,6 +46,8 @@ describe('API version selection', () => {
         svc_platform_version: PLATFORM_VERSION,
         x_svc_api_version: '1.7',
         x_svc_platform_version: PLATFORM_VERSION,
+        deis_api_version: '1.7',
+        deis_platform_version: PLATFORM_VERSION,
       },
     ],
   ])('version %s sends exactly its version headers', async (version, expected) => {
@@ -87,6 +98,8 @@ describe('API version selection', () => {
       svc_platform_version: PLATFORM_VERSION,
       x_svc_api_version: '1.7',
       x_svc_platform_version: PLATFORM_VERSION,
+      deis_api_version: '1.7',
+      deis_platform_version: PLATFORM_VERSION,
     });
   });
 
@@ -106,7 +119,16 @@ describe('API version selection', () => {
           })
           .on('error', reject);
       });
-      expect(raw).toEqual(expect.arrayContaining(['SVC_API_VERSION', 'SVC_PLATFORM_VERSION', 'X_SVC_API_VERSION', 'X_SVC_PLATFORM_VERSION']));
+      expect(raw).toEqual(
+        expect.arrayContaining([
+          'SVC_API_VERSION',
+          'SVC_PLATFORM_VERSION',
+          'X_SVC_API_VERSION',
+          'X_SVC_PLATFORM_VERSION',
+          'DEIS_API_VERSION',
+          'DEIS_PLATFORM_VERSION',
+        ]),
+      );
     } finally {
       server.close();
     }

@@ -79,6 +79,8 @@ const ROWS: readonly Row[] = [
   { method: 'GET', path: '/readyz', expect: [200, 200, 200, 200, 200], target: () => ({ path: '/readyz' }) },
   // Metrics answer whoever reaches the port unless METRICS_TOKEN is set (metrics.e2e.spec.ts); API tokens play no part.
   { method: 'GET', path: '/metrics', expect: [200, 200, 200, 200, 200], target: () => ({ path: '/metrics' }) },
+  // The API's contract is public: clients read it before they have an account.
+  { method: 'GET', path: '/v1/openapi.json', expect: [200, 200, 200, 200, 200], target: () => ({ path: '/v1/openapi.json' }) },
 
   // Accounts.
   {

@@ -52,6 +52,33 @@ describeEachBackend('protocol', (backend) => {
       }
     });
 
+    it('the Deis v1 client (API 1.7, reading DEIS_API_VERSION) finds its own version, so it prints no warning', async () => {
+      const res = await alice.api.get('/v1/apps', { headers: { 'User-Agent': 'Deis Client v1.13.4' } });
+      expect(res.headers.get('deis_api_version')).toBe('1.7');
+      expect(res.headers.get('deis_platform_version')).toBe(res.headers.get('svc_platform_version'));
+    });
+
+    it('Deis v1 config:pull then config:push: the pulled SVC_APP and SVC_RELEASE are accepted and ignored, other values are 400', async () => {
+      const pulled = await alice.api.get('/v1/apps/proto/config/');
+      const values = pulled.body.values as Record<string, string>;
+      expect(values).toEqual(expect.objectContaining({ SVC_APP: 'proto' }));
+      const pushed = await alice.api.post('/v1/apps/proto/config/', { values: { ...values, DEIS_PUSHED: '1' } });
+      expect(pushed.status).toBe(201);
+      const after = pushed.body.values as Record<string, string>;
+      expect(after.DEIS_PUSHED).toBe('1');
+      expect(after.SVC_APP).toBe('proto');
+      expect(after.SVC_RELEASE).not.toBe(values.SVC_RELEASE);
+      // The pulled file is now stale: its SVC_RELEASE names a release that is no longer current.
+      const stale = await alice.api.post('/v1/apps/proto/config/', { values });
+      expectFieldErrors(stale, ['values']);
+      expect(stale.body).toEqual({ values: ['SVC_RELEASE is set by the platform and cannot be changed.'] });
+      const other = await alice.api.post('/v1/apps/proto/config/', { values: { SVC_APP: 'other' } });
+      expectFieldErrors(other, ['values']);
+      expect(other.body).toEqual({ values: ['SVC_APP is set by the platform and cannot be changed.'] });
+      const unchanged = await alice.api.get('/v1/apps/proto/config/');
+      expect(unchanged.body.values).toEqual(after);
+    });
+
     it('the platform version is a dotted version number', async () => {
       const res = await alice.api.get('/v1/apps');
       expect(res.headers.get('svc_platform_version')).toMatch(/^\d+\.\d+\.\d+$/);

@@ -8,8 +8,13 @@ export const MEMORY_PATTERN = /^[0-9]+(B|K|M|G|KB|MB|GB)$/i;
 export const TAG_KEY_PATTERN = /^[A-Za-z]+$/;
 export const TAG_VALUE_PATTERN = /^[A-Za-z0-9_]+$/;
 export const CPU_MAX = 1024;
-/** Variables the service sets itself; users may neither set nor unset them. */
+/**
+ * Variables the service sets itself; users may neither set nor unset them. A body may repeat
+ * them with their current values (a pulled config pushed back, as the Deis v1 client does):
+ * they are then ignored.
+ */
 export const SERVICE_VARIABLES = ['SVC_APP', 'SVC_RELEASE'] as const;
+export type ServiceVariable = (typeof SERVICE_VARIABLES)[number];
 
 /** Requested changes to a config: a null value unsets the key. */
 export interface ConfigChanges {
@@ -17,6 +22,27 @@ export interface ConfigChanges {
   memory: Record<string, string | null>;
   cpu: Record<string, number | null>;
   tags: Record<string, string | null>;
+  /**
+   * Service variables the body repeated, with the values it gave; present only when there is
+   * any. They change nothing, and are accepted only when equal to the current ones
+   * (`assertServiceVariablesCurrent`).
+   */
+  repeated?: Partial<Record<ServiceVariable, string>>;
+}
+
+const serviceVariableMessage = (key: string): string => `${key} is set by the platform and cannot be changed.`;
+
+/**
+ * Checks that the service variables a config body repeated hold their current values.
+ * @throws ValidationFailed on `values` when one differs.
+ */
+export function assertServiceVariablesCurrent(changes: ConfigChanges, current: Record<ServiceVariable, string>): void {
+  const errors = new FieldErrorCollector();
+  for (const key of SERVICE_VARIABLES) {
+    const given = changes.repeated?.[key];
+    if (given !== undefined && given !== current[key]) errors.add('values', serviceVariableMessage(key));
+  }
+  errors.throwIfAny();
 }
 
 /**
@@ -51,7 +77,10 @@ export function parseConfigChanges(raw: unknown): ConfigChanges {
     if (!CONFIG_KEY_PATTERN.test(key)) {
       errors.add('values', `Config keys must start with a letter or underscore and contain only [A-Za-z0-9_]: ${key}`);
     } else if ((SERVICE_VARIABLES as readonly string[]).includes(key)) {
-      errors.add('values', `${key} is set by the platform and cannot be changed.`);
+      // Repeating the current value is accepted (and ignored); whether it is current is known
+      // only against the app's current release.
+      if (typeof value === 'string') changes.repeated = { ...changes.repeated, [key as ServiceVariable]: value };
+      else errors.add('values', serviceVariableMessage(key));
     } else if (key === '__proto__') {
       // Assigning it to a plain object changes the prototype instead: the variable would vanish silently.
       errors.add('values', `${key} cannot be used as a config key.`);

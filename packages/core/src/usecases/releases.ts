@@ -2,7 +2,13 @@ import { NotFound, RequestRejected, ValidationFailed } from '../errors';
 import type { App, Build, Config, Release } from '../model/entities';
 import type { Page, PageRequest } from '../model/pagination';
 import type { Repositories } from '../ports/repositories';
-import { describeConfigChange, mergeConfig, parseConfigChanges, PROCESS_TYPE_PATTERN } from '../rules/config';
+import {
+  assertServiceVariablesCurrent,
+  describeConfigChange,
+  mergeConfig,
+  parseConfigChanges,
+  PROCESS_TYPE_PATTERN,
+} from '../rules/config';
 import { FieldErrorCollector, bodyObject, isPlainObject, optionalString, requiredString, toInteger } from '../rules/fields';
 import { assertConfigQuota } from '../rules/quotas';
 import { describeDeploy, structureForBuild } from '../rules/releases';
@@ -107,6 +113,7 @@ export class SetConfig {
   async execute(actor: Actor, appId: string, body: unknown): Promise<PublishedRelease> {
     const changes = parseConfigChanges(body);
     return publishRelease(this.deps, actor, appId, async (repos, current, app) => {
+      assertServiceVariablesCurrent(changes, { SVC_APP: app.id, SVC_RELEASE: `v${current.release.version}` });
       const merged = mergeConfig(current.config, changes);
       assertConfigQuota(merged.values, this.deps.settings.quotas, current.config.values);
       const now = this.deps.clock.now();

@@ -53,6 +53,12 @@ export interface VersionPolicy {
   readonly version: ApiVersion;
   /** Which API/platform version headers responses carry. */
   readonly versionHeaders: 'none' | 'x-prefixed' | 'both';
+  /**
+   * Whether the API and platform version are also sent as `DEIS_API_VERSION` and
+   * `DEIS_PLATFORM_VERSION`, the names the Deis v1 client reads (it warns on every call
+   * without them). Sent wherever the unprefixed `SVC_*` pair is (1.4 on).
+   */
+  readonly deisVersionHeaders: boolean;
   /** Header names that carry the new release number on config and build creation. */
   readonly releaseHeaders: readonly string[];
   /** 1.0 sends business errors as a bare JSON string; later versions as `{detail}`. */
@@ -94,6 +100,7 @@ function build(version: ApiVersion): VersionPolicy {
   return Object.freeze({
     version,
     versionHeaders: since('1.4') ? 'both' : since('1.1') ? 'x-prefixed' : 'none',
+    deisVersionHeaders: since('1.4'),
     releaseHeaders: since('1.4') ? ['Svc-Release', 'X-Svc-Release'] : ['X-Svc-Release'],
     errorBody: since('1.1') ? 'detail' : 'bare-string',
     hiddenAppStatus: since('1.1') ? 404 : 403,

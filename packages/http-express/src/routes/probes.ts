@@ -1,11 +1,15 @@
 import { HttpError } from '../http-error';
 import { authed, open, type Route, type RouteContext } from '../routing';
 
-/** The API root (for clients recognising a controller) and the health and readiness probes. */
-export function probeRoutes({ ready, readyDetails, logger }: RouteContext): Route[] {
+/** The API root (for clients recognising a controller), the OpenAPI document, and the health and readiness probes. */
+export function probeRoutes({ ready, readyDetails, logger, openApi }: RouteContext): Route[] {
   return [
     authed('get', '/v1', async ({ res }) => {
       res.json({});
+    }),
+    // The contract is public: clients read it before they have an account.
+    open('get', '/v1/openapi.json', async ({ res }) => {
+      res.json(openApi());
     }),
     open('get', '/healthz', async ({ res }) => {
       res.json({ status: 'ok' });

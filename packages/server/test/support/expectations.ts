@@ -54,7 +54,7 @@ export function expectPage<T>(res: HttpResponse<unknown>): PageJson<T> {
 
 /** Names of the API-version and platform-version headers, per SPEC §1. */
 const X_HEADERS = ['x_svc_api_version', 'x_svc_platform_version'];
-const NEW_HEADERS = ['svc_api_version', 'svc_platform_version'];
+const NEW_HEADERS = ['svc_api_version', 'svc_platform_version', 'deis_api_version', 'deis_platform_version'];
 
 /** The response carries exactly the version headers that `version` calls for. */
 export function expectVersionHeaders(res: HttpResponse<unknown>, version: string): void {
@@ -71,6 +71,9 @@ export function expectVersionHeaders(res: HttpResponse<unknown>, version: string
   } else {
     expect(present('svc_api_version')).toBe(version);
     expect(present('svc_platform_version')).toBe(present('x_svc_platform_version'));
+    // The names the Deis v1 client reads, so that it prints no version warning.
+    expect(present('deis_api_version')).toBe(version);
+    expect(present('deis_platform_version')).toBe(present('x_svc_platform_version'));
   }
 }
 

@@ -41,3 +41,9 @@ export interface RouterLogger {
   warn(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
 }
+
+/** Hears each request the router answered, e.g. to keep per-app request counts and latency for metrics. */
+export interface RequestObserver {
+  /** `app` is null when the host name belongs to no app; `durationMs` runs from the request to the end of its answer. */
+  request(app: string | null, status: number, durationMs: number): void;
+}

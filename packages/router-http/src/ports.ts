@@ -16,8 +16,9 @@ export interface RouteTable {
   /**
    * The route of a host name (lower case, without port or trailing dot), or null when no
    * app is served there (the router answers 404). A rejection makes the router answer 503.
+   * `fresh` is set when the router found every process it knew gone: nothing cached will do.
    */
-  resolve(host: string): Promise<ResolvedRoute | null>;
+  resolve(host: string, fresh?: boolean): Promise<ResolvedRoute | null>;
 }
 
 /** A certificate chain and its private key, both PEM. */

@@ -83,7 +83,7 @@ export class RouteCache implements RouteTable {
       if (running !== undefined) return running;
     }
     const generation = this.generation;
-    const lookup = this.table.resolve(host).then((route) => {
+    const lookup = this.table.resolve(host, fresh).then((route) => {
       if (generation === this.generation || !this.entries.has(host)) this.store(host, route, true);
       return route;
     });

@@ -209,6 +209,8 @@ export class AppRouter {
       }
       const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
       rawAnswer(socket, status, `${STATUS_CODES[status] ?? 'Bad request'}.\n`);
+      // A client that does not read its answer does not keep the connection either.
+      setTimeout(() => socket.destroy(), 1000).unref();
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

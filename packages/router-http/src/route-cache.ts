@@ -47,6 +47,7 @@ export class RouteCache implements RouteTable {
   private readonly now: () => number;
   private readonly timer: ReturnType<typeof setInterval> | null;
   private refreshing: Promise<void> | null = null;
+  private queued: Promise<void> | null = null;
   /** Bumped by `refresh()` and `clear()`: a lookup started before it does not overwrite what came after. */
   private generation = 0;
 
@@ -146,12 +147,21 @@ export class RouteCache implements RouteTable {
       }
       this.announce(changed);
     };
-    const previous = this.refreshing;
-    const next = (previous ?? Promise.resolve()).then(run, run).finally(() => {
+    // One refresh runs at a time and at most one waits: every call made meanwhile shares the waiting one.
+    if (this.queued !== null) return this.queued;
+    const previous = this.refreshing ?? Promise.resolve();
+    const go = (): Promise<void> => {
+      if (this.queued === next) this.queued = null;
+      this.refreshing = next;
+      return run();
+    };
+    const next: Promise<void> = previous.then(go, go);
+    this.queued = next;
+    const settled = next.finally(() => {
       if (this.refreshing === next) this.refreshing = null;
     });
-    this.refreshing = next;
-    return next;
+    settled.catch(() => undefined);
+    return settled;
   }
 
   /** Forgets every route (and stops the background refresh when `stop` is set). */

@@ -22,7 +22,7 @@ import { ProcessScheduler } from '@svc/scheduler-process';
 import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
 import { createHttpApp, type HttpLogger } from '@svc/http-express';
 import { GitServer } from '@svc/builder-git';
-import { AppRouter } from '@svc/router-http';
+import { AppRouter, RouterCluster, type AppRouterOptions, type LogLevel, type RequestObserver } from '@svc/router-http';
 import type { SchedulerKind } from './config';
 import { PlatformRouteTable, StoredCertificates } from './routing';
 
@@ -35,6 +35,7 @@ export const SERVER_TOKENS = Object.freeze({
   GitServer: Symbol.for('svc.GitServer'),
   ProcessScheduler: Symbol.for('svc.ProcessScheduler'),
   Router: Symbol.for('svc.Router'),
+  RouteTable: Symbol.for('svc.RouteTable'),
 });
 
 /** The database as the composition root sees it. */
@@ -64,7 +65,26 @@ export interface CompositionOptions {
   git?: GitSetup | null;
   /** When aborted, log follow streams end (a graceful stop need not wait for them). */
   shutdown?: AbortSignal;
+  /** How the router runs; absent: in-process with its defaults. */
+  router?: RouterSetup;
 }
+
+/** How the router runs: in worker processes or on the controller's event loop, its limits and pools. */
+export interface RouterSetup {
+  /** Worker processes; 0 runs the router in this process. */
+  workers: number;
+  routeRefreshMs?: number;
+  accessLogSample?: number;
+  limits?: AppRouterOptions['limits'];
+  upstream?: AppRouterOptions['upstream'];
+  /** The level of the workers' own log lines. */
+  logLevel?: LogLevel;
+  /** Hears every routed request's app, status and duration (the metrics endpoint). */
+  observer?: RequestObserver;
+}
+
+/** The router as the server drives it: in-process (AppRouter) or in worker processes (RouterCluster). */
+export type PlatformRouter = Pick<AppRouter, 'listen' | 'listenTls' | 'invalidateCertificate' | 'routesChanged' | 'close'>;
 
 /** Where the git server keeps repositories and build directories, and how it introduces itself. */
 export interface GitSetup {
@@ -189,17 +209,30 @@ const httpModule = (options: CompositionOptions) =>
     );
   });
 
-/** The router sends app traffic to the web processes the process scheduler runs; with another scheduler every app answers 503. */
+/**
+ * The router sends app traffic to the web processes the process scheduler runs; with another
+ * scheduler every app answers 503. It runs in worker processes unless `workers` is 0.
+ */
 const routerModule = (options: CompositionOptions) =>
   new ContainerModule(({ bind }) => {
-    bind<AppRouter>(SERVER_TOKENS.Router).toDynamicValue((ctx) => {
-      const uow = ctx.get<UnitOfWork>(TOKENS.UnitOfWork);
+    bind<PlatformRouteTable>(SERVER_TOKENS.RouteTable).toDynamicValue((ctx) => {
       const processes = options.scheduler === 'process' ? ctx.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler) : null;
-      return new AppRouter({
-        routes: new PlatformRouteTable(uow, options.settings.platformDomain, processes),
-        certificates: new StoredCertificates(uow, ctx.get<SecretBox>(TOKENS.SecretBox)),
+      return new PlatformRouteTable(ctx.get<UnitOfWork>(TOKENS.UnitOfWork), options.settings.platformDomain, processes);
+    });
+    bind<PlatformRouter>(SERVER_TOKENS.Router).toDynamicValue((ctx) => {
+      const setup = options.router ?? { workers: 0 };
+      const shared = {
+        routes: ctx.get<PlatformRouteTable>(SERVER_TOKENS.RouteTable),
+        certificates: new StoredCertificates(ctx.get<UnitOfWork>(TOKENS.UnitOfWork), ctx.get<SecretBox>(TOKENS.SecretBox)),
         logger: options.logger,
-      });
+        ...(setup.routeRefreshMs === undefined ? {} : { routeRefreshMs: setup.routeRefreshMs }),
+        ...(setup.accessLogSample === undefined ? {} : { accessLogSample: setup.accessLogSample }),
+        ...(setup.limits === undefined ? {} : { limits: setup.limits }),
+        ...(setup.upstream === undefined ? {} : { upstream: setup.upstream }),
+        ...(setup.observer === undefined ? {} : { observer: setup.observer }),
+      };
+      if (setup.workers === 0) return new AppRouter(shared);
+      return new RouterCluster({ ...shared, workers: setup.workers, ...(setup.logLevel === undefined ? {} : { logLevel: setup.logLevel }) });
     });
   });
 
@@ -217,7 +250,9 @@ export function compose(options: CompositionOptions): {
   /** The git server, not yet listening, when `git` is given. */
   gitServer: GitServer | null;
   /** The router of app traffic, not yet listening. */
-  router: AppRouter;
+  router: PlatformRouter;
+  /** Where the router's routes come from; `forget()` it when routes changed. */
+  routeTable: PlatformRouteTable;
 } {
   const container = new Container({ defaultScope: 'Singleton' });
   container.loadSync(
@@ -238,6 +273,7 @@ export function compose(options: CompositionOptions): {
     processScheduler: options.scheduler === 'process' ? container.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler) : null,
     useCases: container.get<UseCases>(TOKENS.UseCases),
     gitServer: options.git ? container.get<GitServer>(SERVER_TOKENS.GitServer) : null,
-    router: container.get<AppRouter>(SERVER_TOKENS.Router),
+    router: container.get<PlatformRouter>(SERVER_TOKENS.Router),
+    routeTable: container.get<PlatformRouteTable>(SERVER_TOKENS.RouteTable),
   };
 }

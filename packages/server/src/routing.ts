@@ -8,7 +8,7 @@ export interface EndpointSource {
 
 /** Options of PlatformRouteTable. */
 export interface PlatformRouteTableOptions {
-  /** How long the app of a host name is remembered. Default 1000 ms. */
+  /** How long the app of a host name is remembered (`forget()` clears it at once). Default 5000 ms. */
   cacheMs?: number;
   /** Host names remembered at most. Default 10000. */
   maxCached?: number;
@@ -20,8 +20,10 @@ export interface PlatformRouteTableOptions {
  * The router's routes on the platform: `<app>.<platform domain>` belongs to that app when it
  * exists, any other host name to the app that added it as a domain; the targets are the app's
  * `web` processes that are up, as the scheduler reports them (none with a scheduler that runs
- * nothing). The app of a host name is remembered for a second, so that a busy app does not
- * cost a database read per request; its processes are asked for every time.
+ * nothing). The router keeps the routes it uses in memory and asks again about once a
+ * second; the app of a host name is remembered here for a few seconds more (until `forget()`,
+ * which the server calls when routes changed), so that those refreshes cost few database
+ * reads; the processes are asked for every time, from the scheduler's memory.
  */
 export class PlatformRouteTable implements RouteTable {
   private readonly cache = new Map<string, { app: string | null; expires: number }>();
@@ -37,9 +39,14 @@ export class PlatformRouteTable implements RouteTable {
     options: PlatformRouteTableOptions = {},
   ) {
     this.suffix = `.${platformDomain.toLowerCase()}`;
-    this.cacheMs = options.cacheMs ?? 1000;
+    this.cacheMs = options.cacheMs ?? 5000;
     this.maxCached = options.maxCached ?? 10_000;
     this.now = options.now ?? Date.now;
+  }
+
+  /** Forgets which app the host names belong to, e.g. after a domain was added or an app deleted. */
+  forget(): void {
+    this.cache.clear();
   }
 
   /**

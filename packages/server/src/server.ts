@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -9,7 +9,8 @@ import { httpServerOptions } from '@svc/http-express';
 import { createDatabase, type Database } from '@svc/persistence-typeorm';
 import type { ProcessScheduler } from '@svc/scheduler-process';
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
-import { compose, type GitSetup } from './composition';
+import { compose, type GitSetup, type PlatformRouter } from './composition';
+import type { PlatformRouteTable } from './routing';
 import type { ServerConfig } from './config';
 
 /** A started controller. */
@@ -90,6 +91,32 @@ async function sharedSecretKey(database: Database, dataDir: string, logger: Logg
   return secret;
 }
 
+/**
+ * Watches the API's requests: once one that may change routes (any write to an app, its
+ * domains, formation or releases, or to certificates) has been answered, the router looks
+ * its routes up again (several in a row make one refresh) instead of waiting for its
+ * periodic refresh.
+ */
+function routeChangesOf(router: PlatformRouter, routeTable: PlatformRouteTable): (req: IncomingMessage, res: ServerResponse) => void {
+  let scheduled: ReturnType<typeof setTimeout> | null = null;
+  const refresh = (): void => {
+    scheduled = null;
+    routeTable.forget();
+    router.routesChanged().catch(() => undefined);
+  };
+  return (req, res) => {
+    if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return;
+    const path = req.url ?? '';
+    const certificates = path.includes('/certs');
+    if (!certificates && !path.includes('/apps')) return;
+    res.once('finish', () => {
+      if (res.statusCode >= 400) return;
+      if (certificates) router.invalidateCertificate();
+      scheduled ??= setTimeout(refresh, 20);
+    });
+  };
+}
+
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
   return new Promise((resolveListen, reject) => {
     server.once('error', reject);
@@ -130,7 +157,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   const git = config.gitSshPort === null ? null : gitSetup(config, dataDir, () => routerPort);
   // Ends log follow streams at shutdown: they would otherwise hold the stop up to its timeout.
   const shutdown = new AbortController();
-  const { app, scheduler, processScheduler, useCases, gitServer, router } = compose({
+  const { app, scheduler, processScheduler, useCases, gitServer, router, routeTable } = compose({
     database,
     secretKey,
     logDirectory: join(dataDir, 'logs'),
@@ -150,6 +177,23 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     logger,
     git: git?.setup ?? null,
     shutdown: shutdown.signal,
+    router: {
+      workers: config.router.workers,
+      routeRefreshMs: config.router.routeRefreshMs,
+      accessLogSample: config.router.accessLogSample,
+      limits: {
+        maxConnections: config.router.maxConnections,
+        maxConnectionsPerClient: config.router.maxConnectionsPerClient,
+        headersTimeoutMs: config.router.headersTimeoutMs,
+        idleTimeoutMs: config.router.idleTimeoutMs,
+      },
+      upstream: {
+        maxSockets: config.router.upstreamMaxSockets,
+        maxIdleSockets: config.router.upstreamIdleSockets,
+        idleTimeoutMs: config.router.upstreamIdleTimeoutMs,
+      },
+      logLevel: config.logLevel,
+    },
   });
 
   const stopProcesses = async (): Promise<void> => {
@@ -171,6 +215,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
 
   // Requests and responses are born with Express's prototypes: see httpServerOptions.
   const server = createServer(httpServerOptions(app), app);
+  server.on('request', routeChangesOf(router, routeTable));
   // Keep-alive connections must not outlive the load balancer's idea of them.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;

@@ -31,6 +31,8 @@ export async function startTestServer(store: Store, env: Record<string, string> 
     // the git server pass a port of their own (0: any free one).
     GIT_SSH_PORT: 'off',
     ROUTER_PORT: '0',
+    // The router runs in this process unless a suite asks for worker processes.
+    ROUTER_WORKERS: '0',
     ...env,
     ...(store.databaseUrl === undefined ? {} : { DATABASE_URL: store.databaseUrl }),
     HOST: '127.0.0.1',

@@ -66,6 +66,8 @@ export class RouterCluster {
   private started = false;
   private closing = false;
   private nextWorker = 1;
+  private nextSync = 1;
+  private readonly syncs = new Map<string, () => void>();
 
   constructor(private readonly options: RouterClusterOptions) {
     if (!Number.isInteger(options.workers) || options.workers < 1) throw new Error('A router cluster needs at least one worker');
@@ -108,9 +110,32 @@ export class RouterCluster {
     this.broadcast(serverName === undefined ? { t: 'invalidate' } : { t: 'invalidate', name: serverName });
   }
 
-  /** Looks the routes in use up again now and pushes what changed to the workers. */
-  routesChanged(): Promise<void> {
-    return this.routes.refresh();
+  /** Looks the routes in use up again now and pushes what changed to the workers; resolves once every worker has them. */
+  async routesChanged(): Promise<void> {
+    await this.routes.refresh();
+    const id = this.nextSync++;
+    await Promise.all(
+      [...this.workers].map(
+        (worker) =>
+          new Promise<void>((resolve) => {
+            if (worker.isDead() || !worker.isConnected()) {
+              resolve();
+              return;
+            }
+            // A worker that dies meanwhile has nothing left to update.
+            const done = (): void => {
+              clearTimeout(timer);
+              this.syncs.delete(`${worker.id}:${id}`);
+              worker.off('exit', done);
+              resolve();
+            };
+            const timer = setTimeout(done, 5000);
+            this.syncs.set(`${worker.id}:${id}`, done);
+            worker.once('exit', done);
+            this.reply(worker, { t: 'sync', id });
+          }),
+      ),
+    );
   }
 
   /** The process ids of the workers running now. */
@@ -208,6 +233,9 @@ export class RouterCluster {
         break;
       case 'observed':
         for (const [app, status, durationMs] of message.batch) this.options.observer?.request(app, status, durationMs);
+        break;
+      case 'synced':
+        this.syncs.get(`${worker.id}:${message.id}`)?.();
         break;
       case 'closed':
         break;

@@ -36,6 +36,7 @@ export type ToWorker =
   | { t: 'resolved'; id: number; route?: ResolvedRoute | null; error?: string }
   | { t: 'found'; id: number; certificate?: ServedCertificate | null; error?: string }
   | { t: 'invalidate'; name?: string }
+  | { t: 'sync'; id: number }
   | { t: 'close'; timeoutMs: number };
 
 /** Messages from a worker to the controller. */
@@ -44,4 +45,5 @@ export type FromWorker =
   | { t: 'resolve'; id: number; host: string; fresh: boolean }
   | { t: 'find'; id: number; name: string }
   | { t: 'observed'; batch: Array<[app: string | null, status: number, durationMs: number]> }
+  | { t: 'synced'; id: number }
   | { t: 'closed' };

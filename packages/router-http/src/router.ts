@@ -56,8 +56,7 @@ export interface AppRouterOptions {
 
 /** HTTP methods that may be sent again when a kept connection turned out to be closed. */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
-/** Times a request is sent again on another connection after a kept one failed. */
-const STALE_RETRIES = 2;
+
 
 const silentLogger: RouterLogger = Object.freeze({ info: () => undefined, warn: () => undefined, error: () => undefined });
 
@@ -80,9 +79,10 @@ const pathOf = (url: string | undefined): string => (url ?? '/').split('?')[0] ?
  * held in memory (a RouteCache) and connections to processes are kept for reuse (one
  * keep-alive pool per process). A process that refuses the connection (or does not accept it
  * within the connect timeout) is skipped for the next one, and once all have been tried the
- * route is looked up again, so requests that race a deploy reach the new processes; a kept
- * connection the process closed meanwhile is replaced, and the request sent again when it
- * has no body and its method is idempotent. Answers, as plain text: 404 for a host name no
+ * route is looked up again, so requests that race a deploy reach the new processes. Requests
+ * without a body and with an idempotent method use kept connections, and are sent again on a
+ * new one when the kept one turns out closed; the others always get a new connection, so
+ * that none is lost to a process closing a kept connection as it stops. Answers, as plain text: 404 for a host name no
  * app has, 503 when no web process is up or none accepts the connection, 502 when a process
  * fails before its answer starts; a process failing in the middle of its answer cuts the
  * client's connection, so the client sees the answer is incomplete. Client connections are
@@ -361,7 +361,6 @@ export class AppRouter {
     const retriable = bodyless && IDEMPOTENT.has(req.method ?? '');
     const headers = forwardedHeaders(req, secure);
     let current: ReturnType<typeof httpRequest> | null = null;
-    let staleRetries = 0;
     // The client went away: so does the request to its process.
     res.once('close', () => {
       if (!res.writableFinished) current?.destroy();
@@ -375,10 +374,16 @@ export class AppRouter {
         plainAnswer(req, res, 503, targets.gone() ? `No web process of ${routing.app ?? 'this app'} is running.\n` : `No web process of ${routing.app ?? 'this app'} accepted the connection.\n`);
         return;
       }
-      attempt(target);
+      attempt(target, !retriable);
     };
 
-    const attempt = (target: RouteTarget): void => {
+    /**
+     * Sends the request to a target: on a kept connection of its pool, or (`fresh`) on a new
+     * one. A request that could not be sent again (a body, or a method that is not
+     * idempotent) always gets a new connection: a kept one may be closed by a stopping
+     * process at the very moment the request is written, and that request would be lost.
+     */
+    const attempt = (target: RouteTarget, fresh: boolean): void => {
       routing.target = keyOf(target);
       routing.attempts += 1;
       let connected = false;
@@ -390,7 +395,7 @@ export class AppRouter {
         method: req.method,
         path: req.url,
         headers,
-        agent: this.poolOf(target),
+        agent: fresh ? false : this.poolOf(target),
       });
       current = upstream;
       upstream.once('socket', (socket: Socket) => {
@@ -430,10 +435,9 @@ export class AppRouter {
           void tryNext();
           return;
         }
-        // A kept connection the process had closed: the request goes again on another one.
-        if (upstream.reusedSocket && !answered && retriable && staleRetries < STALE_RETRIES) {
-          staleRetries += 1;
-          attempt(target);
+        // A kept connection the process had closed: the request goes again, on a new connection.
+        if (upstream.reusedSocket && !answered && retriable) {
+          attempt(target, true);
           return;
         }
         this.logger.warn({ app: routing.app, target: routing.target, code: error.code, reason: error.message }, 'app process failed to answer');

@@ -125,6 +125,10 @@ process.on('message', (message: ToWorker) => {
     case 'invalidate':
       router?.invalidateCertificate(message.name);
       break;
+    case 'sync':
+      // Messages arrive in order: every route sent before this one is applied.
+      send({ t: 'synced', id: message.id });
+      break;
     case 'close':
       void close(message.timeoutMs);
       break;

@@ -24,7 +24,7 @@ import { createHttpApp, type HttpLogger } from '@svc/http-express';
 import { GitServer } from '@svc/builder-git';
 import { AppRouter, RouterCluster, type AppRouterOptions, type LogLevel, type RequestObserver } from '@svc/router-http';
 import type { SchedulerKind } from './config';
-import { PlatformRouteTable, StoredCertificates } from './routing';
+import { DrainingScheduler, LeavingContainers, PlatformRouteTable, StoredCertificates } from './routing';
 
 /** Any use case class: constructed from the core's dependencies. */
 type UseCaseClass = new (deps: CoreDependencies) => object;
@@ -36,6 +36,7 @@ export const SERVER_TOKENS = Object.freeze({
   ProcessScheduler: Symbol.for('svc.ProcessScheduler'),
   Router: Symbol.for('svc.Router'),
   RouteTable: Symbol.for('svc.RouteTable'),
+  LeavingContainers: Symbol.for('svc.LeavingContainers'),
 });
 
 /** The database as the composition root sees it. */
@@ -162,8 +163,11 @@ const schedulerModule = (kind: SchedulerKind, chaos: ChaosOptions | null, proces
             return new MemoryScheduler();
         }
       })();
-      return chaos === null ? scheduler : new ChaosScheduler(scheduler, chaos);
+      const wrapped = chaos === null ? scheduler : new ChaosScheduler(scheduler, chaos);
+      // Containers leave the router's routes before they are stopped.
+      return new DrainingScheduler(wrapped, ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers));
     });
+    bind<LeavingContainers>(SERVER_TOKENS.LeavingContainers).toConstantValue(new LeavingContainers());
   });
 
 const coreModule = (settings: Settings) =>
@@ -217,7 +221,7 @@ const routerModule = (options: CompositionOptions) =>
   new ContainerModule(({ bind }) => {
     bind<PlatformRouteTable>(SERVER_TOKENS.RouteTable).toDynamicValue((ctx) => {
       const processes = options.scheduler === 'process' ? ctx.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler) : null;
-      return new PlatformRouteTable(ctx.get<UnitOfWork>(TOKENS.UnitOfWork), options.settings.platformDomain, processes);
+      return new PlatformRouteTable(ctx.get<UnitOfWork>(TOKENS.UnitOfWork), options.settings.platformDomain, processes, {}, ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers));
     });
     bind<PlatformRouter>(SERVER_TOKENS.Router).toDynamicValue((ctx) => {
       const setup = options.router ?? { workers: 0 };
@@ -231,8 +235,10 @@ const routerModule = (options: CompositionOptions) =>
         ...(setup.upstream === undefined ? {} : { upstream: setup.upstream }),
         ...(setup.observer === undefined ? {} : { observer: setup.observer }),
       };
-      if (setup.workers === 0) return new AppRouter(shared);
-      return new RouterCluster({ ...shared, workers: setup.workers, ...(setup.logLevel === undefined ? {} : { logLevel: setup.logLevel }) });
+      const router: PlatformRouter =
+        setup.workers === 0 ? new AppRouter(shared) : new RouterCluster({ ...shared, workers: setup.workers, ...(setup.logLevel === undefined ? {} : { logLevel: setup.logLevel }) });
+      ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers).refreshRoutes = () => router.routesChanged();
+      return router;
     });
   });
 
@@ -269,7 +275,8 @@ export function compose(options: CompositionOptions): {
   return {
     container,
     app: container.get<Application>(SERVER_TOKENS.HttpApp),
-    scheduler: container.get<Scheduler>(TOKENS.Scheduler),
+    // The scheduler as configured (process, memory, chaos), without the router's draining around it.
+    scheduler: ((bound: Scheduler) => (bound instanceof DrainingScheduler ? bound.inner : bound))(container.get<Scheduler>(TOKENS.Scheduler)),
     processScheduler: options.scheduler === 'process' ? container.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler) : null,
     useCases: container.get<UseCases>(TOKENS.UseCases),
     gitServer: options.git ? container.get<GitServer>(SERVER_TOKENS.GitServer) : null,

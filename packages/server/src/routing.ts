@@ -1,9 +1,54 @@
-import type { SecretBox, UnitOfWork } from '@svc/core';
+import type { ContainerSpec, ContainerState, RunResult, RunSpec, Scheduler, SecretBox, UnitOfWork } from '@svc/core';
 import { hostNameOf, type CertificateStore, type ResolvedRoute, type RouteTable, type RouteTarget, type ServedCertificate } from '@svc/router-http';
 
-/** Where an app's processes of one type listen; the process scheduler is one. */
+/** Where an app's processes of one type listen, with the container of each when known; the process scheduler is one. */
 export interface EndpointSource {
-  endpoints(app: string, type: string): RouteTarget[] | Promise<RouteTarget[]>;
+  endpoints(app: string, type: string): Array<RouteTarget & { id?: string }> | Promise<Array<RouteTarget & { id?: string }>>;
+}
+
+/**
+ * The containers being stopped, which the router must stop sending requests to before they
+ * are told to stop: shared by DrainingScheduler and PlatformRouteTable.
+ */
+export class LeavingContainers {
+  readonly ids = new Set<string>();
+  /** Brings the router's routes (in every worker) up to date; set once the router exists. */
+  refreshRoutes: () => Promise<void> = async () => undefined;
+}
+
+/**
+ * A scheduler that, before stopping a container, takes it out of the router's routes and
+ * waits until every router worker has the new routes: a process being stopped is then sent
+ * no new connection, which it could accept and drop as it closes (a request lost).
+ */
+export class DrainingScheduler implements Scheduler {
+  constructor(
+    /** The scheduler that runs the containers. */
+    readonly inner: Scheduler,
+    private readonly leaving: LeavingContainers,
+  ) {}
+
+  start(spec: ContainerSpec): Promise<ContainerState> {
+    return this.inner.start(spec);
+  }
+
+  async stop(id: string): Promise<void> {
+    this.leaving.ids.add(id);
+    try {
+      await this.leaving.refreshRoutes().catch(() => undefined);
+      await this.inner.stop(id);
+    } finally {
+      this.leaving.ids.delete(id);
+    }
+  }
+
+  run(spec: RunSpec): Promise<RunResult> {
+    return this.inner.run(spec);
+  }
+
+  states(ids: string[]): Promise<Map<string, ContainerState>> {
+    return this.inner.states(ids);
+  }
 }
 
 /** Options of PlatformRouteTable. */
@@ -37,6 +82,7 @@ export class PlatformRouteTable implements RouteTable {
     platformDomain: string,
     private readonly processes: EndpointSource | null,
     options: PlatformRouteTableOptions = {},
+    private readonly leaving: LeavingContainers | null = null,
   ) {
     this.suffix = `.${platformDomain.toLowerCase()}`;
     this.cacheMs = options.cacheMs ?? 5000;
@@ -59,7 +105,11 @@ export class PlatformRouteTable implements RouteTable {
     const app = await this.appOf(name);
     if (app === null) return null;
     const targets = this.processes === null ? [] : await this.processes.endpoints(app, 'web');
-    return { app, targets: targets.map((target) => ({ host: target.host, port: target.port })) };
+    const leaving = this.leaving?.ids;
+    return {
+      app,
+      targets: targets.filter((target) => target.id === undefined || leaving === undefined || !leaving.has(target.id)).map((target) => ({ host: target.host, port: target.port })),
+    };
   }
 
   private async appOf(name: string): Promise<string | null> {

@@ -112,7 +112,7 @@ function routeChangesOf(router: PlatformRouter, routeTable: PlatformRouteTable):
     res.once('finish', () => {
       if (res.statusCode >= 400) return;
       if (certificates) router.invalidateCertificate();
-      scheduled ??= setTimeout(refresh, 20);
+      scheduled ??= setTimeout(refresh, 0);
     });
   };
 }

@@ -17,6 +17,7 @@ import { createDatabase } from '@svc/persistence-typeorm';
 import { runLoad, type LoadResult, type RequestSpec } from './load';
 import { describeMachine, type MachineInfo } from './machine';
 import { startServer, type ServerProcess } from './processes';
+import { benchRouter, routerReport, type RouterResult } from './router';
 import { createScratchDatabase, PostgresSeeder, SqliteSeeder, type ScratchDatabase, type Seeder } from './seed';
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -526,7 +527,9 @@ function report(machine: MachineInfo, results: DatabaseResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const wanted = (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').map((s) => s.trim());
+  // `npm run bench -- router` (or BENCH=router) runs the router section alone.
+  const routerOnly = process.argv.slice(2).includes('router') || process.env.BENCH === 'router';
+  const wanted = routerOnly ? [] : (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').map((s) => s.trim());
   const serverUrl = process.env.DATABASE_URL?.trim() || undefined;
   const machine = describeMachine();
   const results: DatabaseResult[] = [];
@@ -535,14 +538,17 @@ async function main(): Promise<void> {
     if (serverUrl === undefined) log('DATABASE_URL is not set: PostgreSQL is skipped');
     else results.push(await benchDatabase('postgres', serverUrl));
   }
-  let text = report(machine, results);
+  const router: RouterResult = await benchRouter();
+  let text = report(machine, results) + '\n' + routerReport(router, table);
   if (restarts.length > 0) text += `\nServers restarted during the run:\n${restarts.map((note) => `- ${note}`).join('\n')}\n`;
   process.stdout.write(text);
+  // The router section alone does not overwrite the whole run's results.
+  const resultsFile = routerOnly ? RESULTS_FILE.replace(/\.json$/, '-router.json') : RESULTS_FILE;
   await writeFile(
-    RESULTS_FILE,
-    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, restarts }, null, 2)}\n`,
+    resultsFile,
+    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, router, restarts }, null, 2)}\n`,
   );
-  log(`results written to ${RESULTS_FILE}`);
+  log(`results written to ${resultsFile}`);
 }
 
 main().catch((error: unknown) => {

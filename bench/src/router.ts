@@ -14,7 +14,7 @@
  * BENCH_NGINX (default /usr/sbin/nginx).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -111,7 +111,7 @@ class FixedRoutes implements RouteTable {
   }
 }
 
-async function startNginx(dir: string, app: AppProcess, workers: number): Promise<{ port: number; tlsPort: number; stop(): Promise<void> } | null> {
+async function startNginx(dir: string, app: AppProcess, workers: number): Promise<{ port: number; tlsPort: number; pids(): number[]; stop(): Promise<void> } | null> {
   if (!existsSync(NGINX)) {
     log(`${NGINX} is not installed: nginx is skipped`);
     return null;
@@ -155,6 +155,7 @@ http {
   return {
     port,
     tlsPort,
+    pids: () => (child.pid === undefined ? [] : [child.pid, ...childrenOf(child.pid)]),
     stop: async () => {
       child.kill('SIGTERM');
       await exited;
@@ -167,9 +168,9 @@ export interface RouterRow {
   size: string;
   tls: boolean;
   connections: number;
-  direct: LoadResult;
-  router: LoadResult;
-  nginx: LoadResult | null;
+  direct: Measured;
+  router: Measured;
+  nginx: Measured | null;
 }
 
 /** What the router section measured. */
@@ -180,12 +181,40 @@ export interface RouterResult {
   targets: Array<{ name: string; value: number; limit: string; holds: boolean }>;
 }
 
-async function measure(port: number, tls: boolean, path: string, connections: number): Promise<LoadResult> {
+/** CPU time (user and system) a process has used, in seconds; 0 when it is gone. */
+function cpuSeconds(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+/** The children of a process (nginx's workers). */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** A run's figures with the CPU time the proxy (or app) processes used per 1000 answers. */
+export interface Measured extends LoadResult {
+  cpuMsPer1000: number;
+}
+
+async function measure(port: number, tls: boolean, path: string, connections: number, pids: () => number[]): Promise<Measured> {
   const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   const spec = { method: 'GET' as const, path, headers: { Host: HOST } };
   const shape = { connections, ...(tls ? { servername: HOST } : {}) };
   await runLoad(url, spec, { ...shape, durationS: 1 });
-  return runLoad(url, spec, { ...shape, durationS: DURATION_S });
+  const watched = pids();
+  const before = watched.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+  const result = await runLoad(url, spec, { ...shape, durationS: DURATION_S });
+  const used = watched.reduce((sum, pid) => sum + cpuSeconds(pid), 0) - before;
+  return { ...result, cpuMsPer1000: result.ok > 0 ? (used * 1000 * 1000) / result.ok : Number.NaN };
 }
 
 /** Runs the router section and returns its figures. */
@@ -220,13 +249,14 @@ export async function benchRouter(): Promise<RouterResult> {
         for (const connections of CONNECTIONS) {
           const what = `${size.name} ${tls ? 'TLS' : 'plain'} ${connections} conn`;
           log(`${what}: direct`);
-          const direct = await measure(tls ? app.tlsPort : app.port, tls, size.path, connections);
+          const appPids = (): number[] => (app.child.pid === undefined ? [] : [app.child.pid]);
+          const direct = await measure(tls ? app.tlsPort : app.port, tls, size.path, connections, appPids);
           log(`${what}: router`);
-          const viaRouter = await measure(tls ? routerTlsPort : routerPort, tls, size.path, connections);
-          let viaNginx: LoadResult | null = null;
+          const viaRouter = await measure(tls ? routerTlsPort : routerPort, tls, size.path, connections, () => router.pids());
+          let viaNginx: Measured | null = null;
           if (nginx !== null) {
             log(`${what}: nginx`);
-            viaNginx = await measure(tls ? nginx.tlsPort : nginx.port, tls, size.path, connections);
+            viaNginx = await measure(tls ? nginx.tlsPort : nginx.port, tls, size.path, connections, () => nginx.pids());
           }
           rows.push({ size: size.name, tls, connections, direct, router: viaRouter, nginx: viaNginx });
         }
@@ -285,10 +315,13 @@ const fmt = (value: number, digits = 2): string => (Number.isFinite(value) ? val
 
 /** The router section as text: a table per size and the targets. */
 export function routerReport(result: RouterResult, table: (head: string[], rows: string[][]) => string): string {
-  const out = [`Router (${result.workers} router workers; nginx: ${result.rows.some((r) => r.nginx !== null) ? 'measured' : 'not installed'}), requests/s and p50 ms:`, ''];
+  const out = [
+    `Router (${result.workers} router workers; nginx: ${result.rows.some((r) => r.nginx !== null) ? 'measured' : 'not installed'}), requests/s, p50 ms, and CPU ms used per 1000 answers by the app (direct) or the proxy's processes:`,
+    '',
+  ];
   out.push(
     table(
-      ['answer', 'proto', 'conn', 'direct rps', 'p50', 'router rps', 'p50', 'nginx rps', 'p50', 'router/direct', 'router/nginx'],
+      ['answer', 'proto', 'conn', 'direct rps', 'p50', 'router rps', 'p50', 'nginx rps', 'p50', 'router/direct', 'router/nginx', 'CPU ms/1000: app', 'router', 'nginx'],
       result.rows.map((r) => [
         r.size,
         r.tls ? 'TLS' : 'plain',
@@ -301,6 +334,9 @@ export function routerReport(result: RouterResult, table: (head: string[], rows:
         r.nginx === null ? '-' : fmt(r.nginx.p50),
         fmt(r.router.rps / r.direct.rps),
         r.nginx === null ? '-' : fmt(r.router.rps / r.nginx.rps),
+        fmt(r.direct.cpuMsPer1000, 0),
+        fmt(r.router.cpuMsPer1000, 0),
+        r.nginx === null ? '-' : fmt(r.nginx.cpuMsPer1000, 0),
       ]),
     ),
   );

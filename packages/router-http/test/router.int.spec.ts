@@ -344,13 +344,13 @@ describe('AppRouter over HTTP', () => {
 
     it('does not drop requests in flight while a deploy replaces the processes', async () => {
       const slow = (name: string) => (_req: IncomingMessage, res: import('node:http').ServerResponse, body: string): void => {
-        setTimeout(() => res.end(`${name}:${body}`), 150);
+        setTimeout(() => res.end(`${name}:${body}`), 1000);
       };
       const old = await upstream('old', slow('old'));
       routes.set('myapp.svc.test', 'myapp', [old.target]);
-      // Requests that the old process is working on when the deploy stops it.
+      // Requests that the old process is working on when the deploy stops it (given time to reach it on a loaded machine).
       const inFlight = Array.from({ length: 5 }, (_, i) => send(port, { host: 'myapp.svc.test', method: 'POST', body: `early ${i}` }));
-      await pause(50);
+      for (let i = 0; i < 100 && old.seen.length < 5; i++) await pause(20);
 
       // The new process is up; the old one stops accepting while it finishes its requests.
       const fresh = await upstream('new', slow('new'));

@@ -244,6 +244,11 @@ export async function benchRouter(): Promise<RouterResult> {
 
   const rows: RouterRow[] = [];
   try {
+    // Node's JIT needs some thousands of requests in each worker before it runs at speed (nginx needs none).
+    log('warming the router up');
+    for (const [port, tls] of [[routerPort, false], [routerTlsPort, true]] as const) {
+      for (const path of ['/', '/big']) await runLoad(`${tls ? 'https' : 'http'}://127.0.0.1:${port}`, { method: 'GET', path, headers: { Host: HOST } }, { connections: 16, durationS: 3, ...(tls ? { servername: HOST } : {}) });
+    }
     for (const size of SIZES) {
       for (const tls of [false, true]) {
         for (const connections of CONNECTIONS) {

@@ -20,6 +20,8 @@ declare module 'autocannon' {
       body?: string;
       /** Replaces `[<id>]` in the body with a unique id per request. */
       idReplacement?: boolean;
+      /** The TLS server name sent (SNI) for `https:` URLs. */
+      servername?: string;
     }
 
     interface Result {

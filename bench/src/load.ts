@@ -16,6 +16,8 @@ export interface LoadShape {
   durationS?: number;
   /** Requests in all. */
   amount?: number;
+  /** The TLS server name to send (SNI), for `https:` URLs. */
+  servername?: string;
 }
 
 /** What one run measured. Latencies are in milliseconds, from the client's side. */
@@ -57,6 +59,7 @@ export function runLoad(baseUrl: string, request: RequestSpec, shape: LoadShape)
         connections: shape.connections,
         pipelining: 1,
         timeout: 30,
+        ...(shape.servername === undefined ? {} : { servername: shape.servername }),
         ...(shape.amount !== undefined ? { amount: shape.amount } : { duration: shape.durationS ?? 5 }),
       },
       (error, result) => {

@@ -20,6 +20,7 @@ import { runLoad, type LoadResult, type RequestSpec } from './load';
 import { describeMachine, type MachineInfo } from './machine';
 import { startServer, type ServerProcess } from './processes';
 import { benchDocker, dockerReport, type DockerResult } from './docker';
+import { benchRouter, routerReport, type RouterResult } from './router';
 import { createScratchDatabase, PostgresSeeder, SqliteSeeder, type ScratchDatabase, type Seeder } from './seed';
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -529,10 +530,12 @@ function report(machine: MachineInfo, results: DatabaseResult[]): string {
 }
 
 async function main(): Promise<void> {
-  const wanted = (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').map((s) => s.trim());
+  // `npm run bench -- router` (or BENCH=router) runs the router section alone.
+  const routerOnly = process.argv.slice(2).includes('router') || process.env.BENCH === 'router';
+  const wanted = routerOnly ? [] : (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').map((s) => s.trim());
   const serverUrl = process.env.DATABASE_URL?.trim() || undefined;
   const machine = describeMachine();
-  const sections = (process.env.BENCH_SECTIONS ?? 'throughput,deploy-isolation').split(',').map((s) => s.trim());
+  const sections = (process.env.BENCH_SECTIONS ?? 'throughput,deploy-isolation,router').split(',').map((s) => s.trim());
   const kinds: Kind[] = [];
   if (wanted.includes('sqlite')) kinds.push('sqlite');
   if (wanted.includes('postgres')) {
@@ -544,6 +547,7 @@ async function main(): Promise<void> {
   const isolation: IsolationResult[] = [];
   if (sections.includes('deploy-isolation')) for (const kind of kinds) isolation.push(await benchDeployIsolation(kind, CONTROLLER_MAIN, serverUrl, log));
   let text = report(machine, results);
+  let router: RouterResult | null = null;
   if (isolation.length > 0) text += isolationReport(isolation);
   // The Docker scheduler's figures, when an engine is named (BENCH_DATABASES=none for them alone).
   const dockerHost = process.env.TEST_DOCKER_HOST?.trim() || process.env.DOCKER_HOST?.trim() || null;
@@ -552,13 +556,19 @@ async function main(): Promise<void> {
     docker = await benchDocker(ROOT, dockerHost, log);
     text += dockerReport(docker);
   }
+  if (routerOnly || sections.includes('router')) {
+    router = await benchRouter();
+    text += '\n' + routerReport(router, table);
+  }
   if (restarts.length > 0) text += `\nServers restarted during the run:\n${restarts.map((note) => `- ${note}`).join('\n')}\n`;
   process.stdout.write(text);
+  // The router section alone does not overwrite the whole run's results.
+  const resultsFile = routerOnly ? RESULTS_FILE.replace(/\.json$/, '-router.json') : RESULTS_FILE;
   await writeFile(
-    RESULTS_FILE,
-    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, isolation, restarts, docker }, null, 2)}\n`,
+    resultsFile,
+    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, isolation, restarts, docker, router }, null, 2)}\n`,
   );
-  log(`results written to ${RESULTS_FILE}`);
+  log(`results written to ${resultsFile}`);
 }
 
 main().catch((error: unknown) => {

@@ -1,4 +1,8 @@
-export { AppRouter, type AppRouterOptions } from './router';
+export { AppRouter, type AppRouterOptions, type RouterLimits, type UpstreamPoolOptions } from './router';
 export { SecureContextCache, type SecureContextCacheOptions } from './certificates';
+export { RouterCluster, type RouterClusterOptions } from './cluster';
+export type { LogLevel } from './protocol';
+export { RouteCache, type RouteCacheOptions, type RouteEntry } from './route-cache';
+export { ConnectionLimiter } from './limits';
 export { hostNameOf, wildcardOf } from './host';
-export type { CertificateStore, ResolvedRoute, RouteTable, RouteTarget, RouterLogger, ServedCertificate } from './ports';
+export type { CertificateStore, RequestObserver, ResolvedRoute, RouteTable, RouteTarget, RouterLogger, ServedCertificate } from './ports';

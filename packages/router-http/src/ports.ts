@@ -16,8 +16,9 @@ export interface RouteTable {
   /**
    * The route of a host name (lower case, without port or trailing dot), or null when no
    * app is served there (the router answers 404). A rejection makes the router answer 503.
+   * `fresh` is set when the router found every process it knew gone: nothing cached will do.
    */
-  resolve(host: string): Promise<ResolvedRoute | null>;
+  resolve(host: string, fresh?: boolean): Promise<ResolvedRoute | null>;
 }
 
 /** A certificate chain and its private key, both PEM. */
@@ -40,4 +41,10 @@ export interface RouterLogger {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
   error(obj: object, msg: string): void;
+}
+
+/** Hears each request the router answered, e.g. to keep per-app request counts and latency for metrics. */
+export interface RequestObserver {
+  /** `app` is null when the host name belongs to no app; `durationMs` runs from the request to the end of its answer. */
+  request(app: string | null, status: number, durationMs: number): void;
 }

@@ -1,4 +1,4 @@
-import { STATUS_CODES, createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { Agent, STATUS_CODES, createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -6,11 +6,38 @@ import type { TLSSocket } from 'node:tls';
 import { SecureContextCache, type SecureContextCacheOptions } from './certificates';
 import { endToEnd, forwardedHeaders, withoutBody } from './headers';
 import { hostNameOf } from './host';
-import type { CertificateStore, ResolvedRoute, RouteTable, RouteTarget, RouterLogger } from './ports';
+import { ConnectionLimiter } from './limits';
+import type { CertificateStore, RequestObserver, ResolvedRoute, RouteTable, RouteTarget, RouterLogger } from './ports';
+import { RouteCache } from './route-cache';
+
+/** Limits on the connections of clients, and how long they may take. */
+export interface RouterLimits {
+  /** Client connections at most (per listener); more are refused. Default 10,000. */
+  maxConnections?: number;
+  /** Client connections from one address at most (all listeners); more are refused. Default 256. */
+  maxConnectionsPerClient?: number;
+  /** How long a client may take to complete the TLS handshake and send a request's headers. Default 10 s. */
+  headersTimeoutMs?: number;
+  /** A client connection with no bytes in either direction for this long is closed (between requests, WebSocket tunnels). Default 60 s. */
+  idleTimeoutMs?: number;
+}
+
+/** How connections to the apps' processes are kept for reuse. */
+export interface UpstreamPoolOptions {
+  /** Connections to one process at most; requests beyond wait for one. Default 512. */
+  maxSockets?: number;
+  /** Idle connections kept per process. Default 128. */
+  maxIdleSockets?: number;
+  /** An idle kept connection is closed after this long (keep it below the apps' own keep-alive timeout). Default 4 s. */
+  idleTimeoutMs?: number;
+}
 
 /** Options of AppRouter. */
 export interface AppRouterOptions {
-  routes: RouteTable;
+  /** Where host names lead; its answers are kept in memory (a RouteCache is used as it is). */
+  routes: RouteTable | RouteCache;
+  /** How often the routes in use are looked up again when `routes` is not a RouteCache. Default 1000 ms. */
+  routeRefreshMs?: number;
   /** Needed to serve HTTPS: certificates are chosen by the TLS server name. */
   certificates?: CertificateStore;
   /** Where routed requests and failures are written; nothing is logged without one. */
@@ -19,7 +46,17 @@ export interface AppRouterOptions {
   connectTimeoutMs?: number;
   /** How long TLS contexts of server names are kept. */
   certificateCache?: SecureContextCacheOptions;
+  /** The share of requests written to the access log, 0 to 1 (answers of 500 and above are always written). Default 1. */
+  accessLogSample?: number;
+  /** Hears every request's app, status and duration (metrics). */
+  observer?: RequestObserver;
+  limits?: RouterLimits;
+  upstream?: UpstreamPoolOptions;
 }
+
+/** HTTP methods that may be sent again when a kept connection turned out to be closed. */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
+
 
 const silentLogger: RouterLogger = Object.freeze({ info: () => undefined, warn: () => undefined, error: () => undefined });
 
@@ -38,33 +75,60 @@ const pathOf = (url: string | undefined): string => (url ?? '/').split('?')[0] ?
 /**
  * The platform router: a request whose host name belongs to an app goes to one of the app's
  * web processes, in turn (round robin per app), with `X-Forwarded-For`, `-Proto`, `-Host`
- * and `-Port`; bodies stream both ways and WebSocket upgrades become a tunnel. A process that
- * refuses the connection (or does not accept it within the connect timeout) is skipped for
- * the next one, and once all have been tried the route is looked up again, so requests that
- * race a deploy reach the new processes. Answers, as plain text: 404 for a host name no app
- * has, 503 when no web process is up or none accepts the connection, 502 when a process fails
- * before its answer starts; a process failing in the middle of its answer cuts the client's
- * connection, so the client sees the answer is incomplete.
+ * and `-Port`; bodies stream both ways and WebSocket upgrades become a tunnel. Routes are
+ * held in memory (a RouteCache) and connections to processes are kept for reuse (one
+ * keep-alive pool per process). A process that refuses the connection (or does not accept it
+ * within the connect timeout) is skipped for the next one, and once all have been tried the
+ * route is looked up again, so requests that race a deploy reach the new processes. Requests
+ * without a body and with an idempotent method use kept connections, and are sent again on a
+ * new one when the kept one turns out closed; the others always get a new connection, so
+ * that none is lost to a process closing a kept connection as it stops. Answers, as plain text: 404 for a host name no
+ * app has, 503 when no web process is up or none accepts the connection, 502 when a process
+ * fails before its answer starts; a process failing in the middle of its answer cuts the
+ * client's connection, so the client sees the answer is incomplete. Client connections are
+ * limited in number (in all and per address) and in time (headers, idleness).
  */
 export class AppRouter {
   private readonly turns = new Map<string, number>();
   private readonly servers: Server[] = [];
   /** Client and process sockets of WebSocket tunnels, closed with the router. */
   private readonly tunnels = new Set<Duplex>();
+  private readonly pools = new Map<string, Agent>();
   private readonly logger: RouterLogger;
   private readonly connectTimeoutMs: number;
   private readonly contexts: SecureContextCache | null;
+  private readonly routes: RouteCache;
+  private readonly ownsRoutes: boolean;
+  private readonly sample: number;
+  private readonly limiter: ConnectionLimiter;
+  private readonly maxConnections: number;
+  private readonly headersTimeoutMs: number;
+  private readonly idleTimeoutMs: number;
+  private readonly pool: Required<UpstreamPoolOptions>;
+  private readonly pruner: ReturnType<typeof setInterval>;
   private closing = false;
 
   constructor(private readonly options: AppRouterOptions) {
     this.logger = options.logger ?? silentLogger;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 5000;
     this.contexts = options.certificates === undefined ? null : new SecureContextCache(options.certificates, this.logger, options.certificateCache);
+    this.ownsRoutes = !(options.routes instanceof RouteCache);
+    this.routes = options.routes instanceof RouteCache ? options.routes : new RouteCache(options.routes, { refreshMs: options.routeRefreshMs ?? 1000 });
+    this.sample = Math.min(1, Math.max(0, options.accessLogSample ?? 1));
+    const limits = options.limits ?? {};
+    this.maxConnections = limits.maxConnections ?? 10_000;
+    this.limiter = new ConnectionLimiter(limits.maxConnectionsPerClient ?? 256);
+    this.headersTimeoutMs = limits.headersTimeoutMs ?? 10_000;
+    this.idleTimeoutMs = limits.idleTimeoutMs ?? 60_000;
+    this.pool = { maxSockets: 512, maxIdleSockets: 128, idleTimeoutMs: 4000, ...options.upstream };
+    // Pools of processes that are gone end up empty: forget them.
+    this.pruner = setInterval(() => this.prunePools(), 10_000);
+    this.pruner.unref();
   }
 
   /** Handles one request of an HTTP or HTTPS server, e.g. one the embedder created. */
   readonly handleRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    void this.route(req, res, isEncrypted(req.socket));
+    this.route(req, res, isEncrypted(req.socket));
   };
 
   /** Handles the `upgrade` event of an HTTP or HTTPS server (WebSocket handshakes). */
@@ -74,7 +138,7 @@ export class AppRouter {
 
   /** Starts a plain HTTP listener; port 0 picks a free one. */
   listen(port: number, host: string): Promise<AddressInfo> {
-    return this.start(createServer(), port, host);
+    return this.start(createServer(this.serverOptions()), port, host);
   }
 
   /**
@@ -85,12 +149,17 @@ export class AppRouter {
    */
   listenTls(port: number, host: string): Promise<AddressInfo> {
     if (this.contexts === null) throw new Error('Serving HTTPS needs a certificate store');
-    return this.start(createHttpsServer({ SNICallback: this.contexts.sniCallback }), port, host);
+    return this.start(createHttpsServer({ ...this.serverOptions(), SNICallback: this.contexts.sniCallback, handshakeTimeout: this.headersTimeoutMs }), port, host);
   }
 
   /** Forgets the cached certificate of a server name (or of all), e.g. after one was replaced. */
   invalidateCertificate(serverName?: string): void {
     this.contexts?.invalidate(serverName);
+  }
+
+  /** Looks the routes in use up again now, e.g. after a deploy or a domain change; resolves once done. */
+  routesChanged(): Promise<void> {
+    return this.routes.refresh();
   }
 
   /**
@@ -99,6 +168,8 @@ export class AppRouter {
    */
   async close(timeoutMs = 10_000): Promise<void> {
     this.closing = true;
+    clearInterval(this.pruner);
+    if (this.ownsRoutes) this.routes.clear(true);
     for (const socket of this.tunnels) socket.destroy();
     const servers = this.servers.splice(0);
     const closed = servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
@@ -108,11 +179,39 @@ export class AppRouter {
     }, timeoutMs);
     await Promise.all(closed);
     clearTimeout(timer);
+    for (const agent of this.pools.values()) agent.destroy();
+    this.pools.clear();
+  }
+
+  private serverOptions(): { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number; connectionsCheckingInterval: number } {
+    return {
+      headersTimeout: this.headersTimeoutMs,
+      // A body may take long (uploads); a stalled one is cut by the idle timeout.
+      requestTimeout: 0,
+      keepAliveTimeout: this.idleTimeoutMs,
+      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(this.headersTimeoutMs / 2))),
+    };
   }
 
   private async start(server: Server, port: number, host: string): Promise<AddressInfo> {
+    server.maxConnections = this.maxConnections;
+    // Sockets quiet for the idle timeout are destroyed (node's default when nobody listens for `timeout`).
+    server.timeout = this.idleTimeoutMs;
+    server.on('connection', (socket: Socket) => {
+      if (!this.limiter.admit(socket)) socket.destroy();
+    });
     server.on('request', this.handleRequest);
     server.on('upgrade', this.handleUpgrade);
+    server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
+      if (!socket.writable || error.code === 'ECONNRESET') {
+        socket.destroy();
+        return;
+      }
+      const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
+      rawAnswer(socket, status, `${STATUS_CODES[status] ?? 'Bad request'}.\n`);
+      // A client that does not read its answer does not keep the connection either.
+      setTimeout(() => socket.destroy(), 1000).unref();
+    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {
@@ -124,20 +223,52 @@ export class AppRouter {
     return server.address() as AddressInfo;
   }
 
-  /** The route of the request's host, or an answer already sent (null). */
-  private async lookUp(host: string | null, reply: (status: number, text: string) => void, routing: Routing): Promise<ResolvedRoute | null> {
+  /** The keep-alive pool of connections to one process. */
+  private poolOf(target: RouteTarget): Agent {
+    const key = keyOf(target);
+    let agent = this.pools.get(key);
+    if (agent === undefined) {
+      agent = new Agent({
+        keepAlive: true,
+        maxSockets: this.pool.maxSockets,
+        maxFreeSockets: this.pool.maxIdleSockets,
+        timeout: this.pool.idleTimeoutMs,
+        scheduling: 'lifo',
+      });
+      this.pools.set(key, agent);
+    }
+    return agent;
+  }
+
+  private prunePools(): void {
+    for (const [key, agent] of this.pools) {
+      const empty = Object.keys(agent.sockets).length === 0 && Object.keys(agent.freeSockets).length === 0 && Object.keys(agent.requests).length === 0;
+      if (empty) {
+        agent.destroy();
+        this.pools.delete(key);
+      }
+    }
+  }
+
+  /** The route of the request's host, or an answer already sent (null); synchronous when the route is in memory. */
+  private lookUp(host: string | null, reply: (status: number, text: string) => void, routing: Routing): ResolvedRoute | null | Promise<ResolvedRoute | null> {
     if (this.closing) {
       reply(503, 'The router is shutting down.\n');
       return null;
     }
-    let route: ResolvedRoute | null;
-    try {
-      route = host === null ? null : await this.options.routes.resolve(host);
-    } catch (error) {
-      this.logger.error({ host, err: error }, 'route lookup failed');
-      reply(503, 'The router cannot look up this address right now; try again shortly.\n');
-      return null;
-    }
+    const known = host === null ? null : this.routes.get(host);
+    if (known !== undefined) return this.checked(host, known, reply, routing);
+    return this.routes.resolve(host as string).then(
+      (route) => this.checked(host, route, reply, routing),
+      (error: unknown) => {
+        this.logger.error({ host, err: error }, 'route lookup failed');
+        reply(503, 'The router cannot look up this address right now; try again shortly.\n');
+        return null;
+      },
+    );
+  }
+
+  private checked(host: string | null, route: ResolvedRoute | null, reply: (status: number, text: string) => void, routing: Routing): ResolvedRoute | null {
     if (route === null) {
       reply(404, `No app is served at ${host ?? 'this address'}.\n`);
       return null;
@@ -155,59 +286,80 @@ export class AppRouter {
     const turn = this.turns.get(route.app) ?? 0;
     this.turns.set(route.app, (turn + 1) % Number.MAX_SAFE_INTEGER);
     const start = turn % route.targets.length;
-    return [...route.targets.slice(start), ...route.targets.slice(0, start)];
+    return start === 0 ? [...route.targets] : [...route.targets.slice(start), ...route.targets.slice(0, start)];
   }
 
   /**
    * Hands out targets in turn, then those of one fresh lookup that were not tried; resolves
-   * to null when none is left.
+   * to null when none is left, with `gone` set when the fresh lookup found no process (or no
+   * app) at all.
    */
-  private targetsOf(host: string, route: ResolvedRoute): () => Promise<RouteTarget | null> {
+  private targetsOf(host: string, route: ResolvedRoute): { next: () => Promise<RouteTarget | null>; gone: () => boolean } {
     let queue = this.rotation(route);
     const tried = new Set<string>();
     let lookedAgain = false;
-    return async () => {
-      let target = queue.shift();
-      if (target === undefined && !lookedAgain) {
-        lookedAgain = true;
-        const again = await this.options.routes.resolve(host).catch(() => null);
-        queue = (again?.targets ?? []).filter((candidate) => !tried.has(keyOf(candidate)));
-        target = queue.shift();
-      }
-      if (target === undefined) return null;
-      tried.add(keyOf(target));
-      return target;
+    let gone = false;
+    return {
+      gone: () => gone,
+      next: async () => {
+        let target = queue.shift();
+        if (target === undefined && !lookedAgain) {
+          lookedAgain = true;
+          const again = await this.routes.resolve(host, true).catch(() => undefined);
+          gone = again === null || (again !== undefined && again.targets.length === 0);
+          queue = (again?.targets ?? []).filter((candidate) => !tried.has(keyOf(candidate)));
+          target = queue.shift();
+        }
+        if (target === undefined) return null;
+        tried.add(keyOf(target));
+        return target;
+      },
     };
   }
 
-  private async route(req: IncomingMessage, res: ServerResponse, secure: boolean): Promise<void> {
+  private route(req: IncomingMessage, res: ServerResponse, secure: boolean): void {
     const started = process.hrtime.bigint();
     const host = hostNameOf(req.headers.host);
     const routing: Routing = { app: null, target: null, attempts: 0 };
-    res.once('close', () => {
-      this.logger.info(
-        {
-          host,
-          app: routing.app,
-          method: req.method,
-          path: pathOf(req.url),
-          status: res.statusCode,
-          target: routing.target,
-          attempts: routing.attempts,
-          durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
-          ...(res.writableFinished ? {} : { aborted: true }),
-        },
-        'routed',
-      );
-    });
+    res.once('close', () => this.finished(req, res, host, routing, started));
     const reply = (status: number, text: string): void => plainAnswer(req, res, status, text);
-    const route = await this.lookUp(host, reply, routing);
-    if (route === null || host === null) return;
-    this.forward(req, res, secure, this.targetsOf(host, route), routing);
+    const found = this.lookUp(host, reply, routing);
+    if (found === null || host === null) return;
+    if (!(found instanceof Promise)) {
+      this.forward(req, res, secure, this.targetsOf(host, found), routing);
+      return;
+    }
+    void found.then((route) => {
+      if (route !== null) this.forward(req, res, secure, this.targetsOf(host, route), routing);
+    });
   }
 
-  private forward(req: IncomingMessage, res: ServerResponse, secure: boolean, nextTarget: () => Promise<RouteTarget | null>, routing: Routing): void {
+  /** The access log line (sampled) and the observer's figures of one request. */
+  private finished(req: IncomingMessage, res: ServerResponse, host: string | null, routing: Routing, started: bigint): void {
+    const durationMs = Number((process.hrtime.bigint() - started) / 1000n) / 1000;
+    this.options.observer?.request(routing.app, res.statusCode, durationMs);
+    if (res.statusCode < 500 && (this.sample === 0 || (this.sample < 1 && Math.random() >= this.sample))) return;
+    this.logger.info(
+      {
+        host,
+        app: routing.app,
+        method: req.method,
+        path: pathOf(req.url),
+        status: res.statusCode,
+        target: routing.target,
+        attempts: routing.attempts,
+        durationMs,
+        client: req.socket.remoteAddress,
+        ...(res.writableFinished ? {} : { aborted: true }),
+      },
+      'routed',
+    );
+  }
+
+  private forward(req: IncomingMessage, res: ServerResponse, secure: boolean, targets: ReturnType<AppRouter['targetsOf']>, routing: Routing): void {
     const bodyless = withoutBody(req);
+    const retriable = bodyless && IDEMPOTENT.has(req.method ?? '');
+    const headers = forwardedHeaders(req, secure);
     let current: ReturnType<typeof httpRequest> | null = null;
     // The client went away: so does the request to its process.
     res.once('close', () => {
@@ -216,29 +368,34 @@ export class AppRouter {
     if (bodyless) req.resume();
 
     const tryNext = async (): Promise<void> => {
-      const target = await nextTarget();
+      const target = await targets.next();
       if (res.destroyed) return;
       if (target === null) {
-        plainAnswer(req, res, 503, `No web process of ${routing.app ?? 'this app'} accepted the connection.\n`);
+        plainAnswer(req, res, 503, targets.gone() ? `No web process of ${routing.app ?? 'this app'} is running.\n` : `No web process of ${routing.app ?? 'this app'} accepted the connection.\n`);
         return;
       }
-      attempt(target);
+      attempt(target, !retriable);
     };
 
-    const attempt = (target: RouteTarget): void => {
+    /**
+     * Sends the request to a target: on a kept connection of its pool, or (`fresh`) on a new
+     * one. A request that could not be sent again (a body, or a method that is not
+     * idempotent) always gets a new connection: a kept one may be closed by a stopping
+     * process at the very moment the request is written, and that request would be lost.
+     */
+    const attempt = (target: RouteTarget, fresh: boolean): void => {
       routing.target = keyOf(target);
       routing.attempts += 1;
       let connected = false;
+      let answered = false;
       let timer: ReturnType<typeof setTimeout> | undefined;
       const upstream = httpRequest({
         host: target.host,
         port: target.port,
         method: req.method,
         path: req.url,
-        headers: forwardedHeaders(req, secure),
-        // One connection per request: a process being stopped is never sent a request on a
-        // connection it is closing, and its graceful stop is not held up by idle connections.
-        agent: false,
+        headers,
+        agent: fresh ? false : this.poolOf(target),
       });
       current = upstream;
       upstream.once('socket', (socket: Socket) => {
@@ -257,6 +414,7 @@ export class AppRouter {
         socket.once('connect', send);
       });
       upstream.once('response', (answer) => {
+        answered = true;
         res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.headers));
         answer.pipe(res);
         const cut = (): void => {
@@ -277,6 +435,11 @@ export class AppRouter {
           void tryNext();
           return;
         }
+        // A kept connection the process had closed: the request goes again, on a new connection.
+        if (upstream.reusedSocket && !answered && retriable) {
+          attempt(target, true);
+          return;
+        }
         this.logger.warn({ app: routing.app, target: routing.target, code: error.code, reason: error.message }, 'app process failed to answer');
         plainAnswer(req, res, 502, `Bad gateway: the web process of ${routing.app ?? 'this app'} failed to answer.\n`);
       });
@@ -292,7 +455,7 @@ export class AppRouter {
     const reply = (status: number, text: string): void => rawAnswer(socket, status, text);
     const route = await this.lookUp(host, reply, routing);
     if (route === null || host === null) return;
-    const nextTarget = this.targetsOf(host, route);
+    const targets = this.targetsOf(host, route);
     let current: ReturnType<typeof httpRequest> | null = null;
     let tunnelled = false;
     socket.once('close', () => {
@@ -300,10 +463,10 @@ export class AppRouter {
     });
 
     const tryNext = async (): Promise<void> => {
-      const target = await nextTarget();
+      const target = await targets.next();
       if (socket.destroyed) return;
       if (target === null) {
-        rawAnswer(socket, 503, `No web process of ${route.app} accepted the connection.\n`);
+        rawAnswer(socket, 503, targets.gone() ? `No web process of ${route.app} is running.\n` : `No web process of ${route.app} accepted the connection.\n`);
         return;
       }
       attempt(target);
@@ -319,6 +482,7 @@ export class AppRouter {
         method: req.method,
         path: req.url,
         headers: forwardedHeaders(req, secure, true),
+        // A tunnel owns its connection: it is never one of the pool's.
         agent: false,
       });
       current = upstream;
@@ -343,6 +507,13 @@ export class AppRouter {
         socket.pipe(processSocket);
         processSocket.once('close', () => socket.destroy());
         socket.once('close', () => processSocket.destroy());
+        // A quiet tunnel is closed after the idle timeout, like any client connection.
+        const idle = (): void => {
+          socket.destroy();
+          processSocket.destroy();
+        };
+        processSocket.setTimeout(this.idleTimeoutMs, idle);
+        if ('setTimeout' in socket && typeof socket.setTimeout === 'function') (socket as Socket).setTimeout(this.idleTimeoutMs, idle);
       });
       upstream.once('response', (answer) => {
         // The process declined the upgrade: its answer goes back as it is, then the connection closes.

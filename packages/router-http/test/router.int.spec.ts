@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { request, type IncomingMessage } from 'node:http';
-import { connect, type Socket } from 'node:net';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { AppRouter, type RouterLogger } from '../src';
 import {
   FakeRouteTable,
@@ -344,13 +344,13 @@ describe('AppRouter over HTTP', () => {
 
     it('does not drop requests in flight while a deploy replaces the processes', async () => {
       const slow = (name: string) => (_req: IncomingMessage, res: import('node:http').ServerResponse, body: string): void => {
-        setTimeout(() => res.end(`${name}:${body}`), 150);
+        setTimeout(() => res.end(`${name}:${body}`), 1000);
       };
       const old = await upstream('old', slow('old'));
       routes.set('myapp.svc.test', 'myapp', [old.target]);
-      // Requests that the old process is working on when the deploy stops it.
+      // Requests that the old process is working on when the deploy stops it (given time to reach it on a loaded machine).
       const inFlight = Array.from({ length: 5 }, (_, i) => send(port, { host: 'myapp.svc.test', method: 'POST', body: `early ${i}` }));
-      await pause(50);
+      for (let i = 0; i < 100 && old.seen.length < 5; i++) await pause(20);
 
       // The new process is up; the old one stops accepting while it finishes its requests.
       const fresh = await upstream('new', slow('new'));
@@ -493,6 +493,52 @@ describe('AppRouter over HTTP', () => {
 
       expect((await inFlight).body).toBe('finished');
       await expect(send(port, { host: 'myapp.svc.test' })).rejects.toThrow(/ECONNREFUSED/);
+    });
+  });
+
+  describe('connections to processes', () => {
+    it('keeps connections to a process and reuses them for later requests', async () => {
+      const a = await upstream('a');
+      let connections = 0;
+      a.server.on('connection', () => {
+        connections += 1;
+      });
+      routes.set('myapp.svc.test', 'myapp', [a.target]);
+
+      const statuses = [];
+      for (let i = 0; i < 10; i++) statuses.push((await send(port, { host: 'myapp.svc.test' })).status);
+
+      expect(statuses).toEqual(Array(10).fill(200));
+      expect(connections).toBe(1);
+    });
+
+    it('sends a GET again on a new connection when the process closed the kept one, and a POST always on a new connection', async () => {
+      // A raw process that answers the first request of each connection, keeps it open, and
+      // closes it without answering when a second request arrives on it.
+      const answered: string[] = [];
+      const raw = createServer((socket) => {
+        let requests = 0;
+        socket.on('error', () => undefined);
+        socket.on('data', (chunk: Buffer) => {
+          requests += 1;
+          if (requests > 1) {
+            socket.destroy();
+            return;
+          }
+          answered.push(chunk.toString('utf8').split(' ')[0] ?? '');
+          socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: keep-alive\r\n\r\nok');
+        });
+      });
+      await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', () => resolve()));
+      routes.set('myapp.svc.test', 'myapp', [{ host: '127.0.0.1', port: (raw.address() as AddressInfo).port }]);
+
+      const first = await send(port, { host: 'myapp.svc.test' });
+      const retried = await send(port, { host: 'myapp.svc.test' });
+      const posted = await send(port, { host: 'myapp.svc.test', method: 'POST', body: 'once' });
+      raw.close();
+
+      expect([first.status, retried.status, posted.status]).toEqual([200, 200, 200]);
+      expect(answered).toEqual(['GET', 'GET', 'POST']);
     });
   });
 });

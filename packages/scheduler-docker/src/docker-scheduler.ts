@@ -77,6 +77,8 @@ export interface DockerSchedulerOptions {
 export interface Endpoint {
   host: string;
   port: number;
+  /** The container (its uuid), so that the router can stop sending to one being stopped. */
+  id: string;
 }
 
 interface Managed {
@@ -327,7 +329,7 @@ export class DockerScheduler implements Scheduler {
     return [...this.containers.values()]
       .filter((c) => c.spec.app === app && c.spec.type === type && c.state === 'up' && c.address !== null)
       .sort((a, b) => a.spec.num - b.spec.num)
-      .map((c) => ({ host: c.address as string, port: c.port }));
+      .map((c) => ({ host: c.address as string, port: c.port, id: c.spec.id }));
   }
 
   /**

@@ -96,6 +96,8 @@ export interface SandboxStatus {
 export interface Endpoint {
   host: string;
   port: number;
+  /** The container listening there. */
+  id: string;
 }
 
 /** One supervised container. */
@@ -410,7 +412,7 @@ export class ProcessScheduler implements Scheduler {
     return [...this.containers.values()]
       .filter((c) => c.spec.app === app && c.spec.type === type && c.state === 'up' && c.port !== null)
       .sort((a, b) => a.spec.num - b.spec.num)
-      .map((c) => ({ host: this.host, port: c.port as number }));
+      .map((c) => ({ host: this.host, port: c.port as number, id: c.spec.id }));
   }
 
   /**

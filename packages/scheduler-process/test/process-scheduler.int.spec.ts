@@ -67,7 +67,7 @@ describe('ProcessScheduler (real processes)', () => {
       }
 
       const [endpoint] = s.endpoints('myapp', 'web');
-      expect(endpoint).toEqual({ host: '127.0.0.1', port: expect.any(Number) });
+      expect(endpoint).toEqual({ host: '127.0.0.1', port: expect.any(Number), id: expect.any(String) });
       expect(endpoint!.port).toBeGreaterThanOrEqual(PORTS.from);
       expect(await fetchText(endpointUrl(s, '/'))).toBe('hello from myapp');
       const env = JSON.parse(await fetchText(endpointUrl(s, '/env'))) as Record<string, string>;

@@ -25,10 +25,10 @@ import { DockerImageBuilder, DockerScheduler, createEngine, type Docker } from '
 import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
 import { createHttpApp, type HttpLogger, type HttpOptions } from '@svc/http-express';
 import { GitServer } from '@svc/builder-git';
-import { AppRouter } from '@svc/router-http';
+import { AppRouter, RouterCluster, type AppRouterOptions, type LogLevel, type RequestObserver } from '@svc/router-http';
 import type { ControllerMetrics } from '@svc/metrics-prometheus';
 import type { ImageBuildSettings, SchedulerKind } from './config';
-import { PlatformRouteTable, StoredCertificates } from './routing';
+import { DrainingScheduler, LeavingContainers, PlatformRouteTable, StoredCertificates } from './routing';
 
 /** Any use case class: constructed from the core's dependencies. */
 type UseCaseClass = new (deps: CoreDependencies) => object;
@@ -42,6 +42,8 @@ export const SERVER_TOKENS = Object.freeze({
   DockerEngine: Symbol.for('svc.DockerEngine'),
   DockerScheduler: Symbol.for('svc.DockerScheduler'),
   Router: Symbol.for('svc.Router'),
+  RouteTable: Symbol.for('svc.RouteTable'),
+  LeavingContainers: Symbol.for('svc.LeavingContainers'),
 });
 
 /** The database as the composition root sees it. */
@@ -83,7 +85,26 @@ export interface CompositionOptions {
   readyDetails?: () => Record<string, string>;
   /** Metrics: told about requests and deploys, and served at `GET /metrics`; absent or null: none. */
   metrics?: { collector: ControllerMetrics; token: string | null } | null;
+  /** How the router runs; absent: in-process with its defaults. */
+  router?: RouterSetup;
 }
+
+/** How the router runs: in worker processes or on the controller's event loop, its limits and pools. */
+export interface RouterSetup {
+  /** Worker processes; 0 runs the router in this process. */
+  workers: number;
+  routeRefreshMs?: number;
+  accessLogSample?: number;
+  limits?: AppRouterOptions['limits'];
+  upstream?: AppRouterOptions['upstream'];
+  /** The level of the workers' own log lines. */
+  logLevel?: LogLevel;
+  /** Hears every routed request's app, status and duration (the metrics endpoint). */
+  observer?: RequestObserver;
+}
+
+/** The router as the server drives it: in-process (AppRouter) or in worker processes (RouterCluster). */
+export type PlatformRouter = Pick<AppRouter, 'listen' | 'listenTls' | 'invalidateCertificate' | 'routesChanged' | 'close'>;
 
 /** Where the git server keeps repositories and build directories, and how it introduces itself. */
 export interface GitSetup {
@@ -225,8 +246,11 @@ const schedulerModule = (
             return new MemoryScheduler();
         }
       })();
-      return chaos === null ? scheduler : new ChaosScheduler(scheduler, chaos);
+      const wrapped = chaos === null ? scheduler : new ChaosScheduler(scheduler, chaos);
+      // Containers leave the router's routes before they are stopped.
+      return new DrainingScheduler(wrapped, ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers));
     });
+    bind<LeavingContainers>(SERVER_TOKENS.LeavingContainers).toConstantValue(new LeavingContainers());
   });
 
 /** The image builder of git pushes, when image builds are on; otherwise null, and pushed commits run from their checkout. */
@@ -303,22 +327,38 @@ const httpModule = (options: CompositionOptions) =>
     );
   });
 
-/** The router sends app traffic to the web containers the process or Docker scheduler runs; with the memory scheduler every app answers 503. */
+/**
+ * The router sends app traffic to the web containers the process or Docker scheduler runs;
+ * with the memory scheduler every app answers 503. It runs in worker processes unless
+ * `workers` is 0.
+ */
 const routerModule = (options: CompositionOptions) =>
   new ContainerModule(({ bind }) => {
-    bind<AppRouter>(SERVER_TOKENS.Router).toDynamicValue((ctx) => {
-      const uow = ctx.get<UnitOfWork>(TOKENS.UnitOfWork);
+    bind<PlatformRouteTable>(SERVER_TOKENS.RouteTable).toDynamicValue((ctx) => {
       const endpoints =
         options.scheduler === 'process'
           ? ctx.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler)
           : options.scheduler === 'docker'
             ? ctx.get<DockerScheduler>(SERVER_TOKENS.DockerScheduler)
             : null;
-      return new AppRouter({
-        routes: new PlatformRouteTable(uow, options.settings.platformDomain, endpoints),
+      return new PlatformRouteTable(ctx.get<UnitOfWork>(TOKENS.UnitOfWork), options.settings.platformDomain, endpoints, {}, ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers));
+    });
+    bind<PlatformRouter>(SERVER_TOKENS.Router).toDynamicValue((ctx) => {
+      const setup = options.router ?? { workers: 0 };
+      const shared = {
+        routes: ctx.get<PlatformRouteTable>(SERVER_TOKENS.RouteTable),
         certificates: new StoredCertificates(ctx.get<UseCases>(TOKENS.UseCases).certificateForServerName, ctx.get<SecretBox>(TOKENS.SecretBox)),
         logger: options.logger,
-      });
+        ...(setup.routeRefreshMs === undefined ? {} : { routeRefreshMs: setup.routeRefreshMs }),
+        ...(setup.accessLogSample === undefined ? {} : { accessLogSample: setup.accessLogSample }),
+        ...(setup.limits === undefined ? {} : { limits: setup.limits }),
+        ...(setup.upstream === undefined ? {} : { upstream: setup.upstream }),
+        ...(setup.observer === undefined ? {} : { observer: setup.observer }),
+      };
+      const router: PlatformRouter =
+        setup.workers === 0 ? new AppRouter(shared) : new RouterCluster({ ...shared, workers: setup.workers, ...(setup.logLevel === undefined ? {} : { logLevel: setup.logLevel }) });
+      ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers).refreshRoutes = () => router.routesChanged();
+      return router;
     });
   });
 
@@ -338,7 +378,9 @@ export function compose(options: CompositionOptions): {
   /** The git server, not yet listening, when `git` is given. */
   gitServer: GitServer | null;
   /** The router of app traffic, not yet listening. */
-  router: AppRouter;
+  router: PlatformRouter;
+  /** Where the router's routes come from; `forget()` it when routes changed. */
+  routeTable: PlatformRouteTable;
 } {
   const container = new Container({ defaultScope: 'Singleton' });
   container.loadSync(
@@ -357,11 +399,13 @@ export function compose(options: CompositionOptions): {
   return {
     container,
     app: container.get<Application>(SERVER_TOKENS.HttpApp),
-    scheduler: container.get<Scheduler>(TOKENS.Scheduler),
+    // The scheduler as configured (process, memory, chaos), without the router's draining around it.
+    scheduler: ((bound: Scheduler) => (bound instanceof DrainingScheduler ? bound.inner : bound))(container.get<Scheduler>(TOKENS.Scheduler)),
     processScheduler: options.scheduler === 'process' ? container.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler) : null,
     dockerScheduler: options.scheduler === 'docker' ? container.get<DockerScheduler>(SERVER_TOKENS.DockerScheduler) : null,
     useCases: container.get<UseCases>(TOKENS.UseCases),
     gitServer: options.git ? container.get<GitServer>(SERVER_TOKENS.GitServer) : null,
-    router: container.get<AppRouter>(SERVER_TOKENS.Router),
+    router: container.get<PlatformRouter>(SERVER_TOKENS.Router),
+    routeTable: container.get<PlatformRouteTable>(SERVER_TOKENS.RouteTable),
   };
 }

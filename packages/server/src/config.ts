@@ -1,4 +1,5 @@
 import { API_VERSIONS, DEFAULT_SETTINGS, type ApiVersion, type RegistrationMode, type Settings } from '@svc/core';
+import { availableParallelism } from 'node:os';
 import { parseChaosSpec, type ChaosOptions } from '@svc/scheduler-chaos';
 import type { SandboxOptions } from '@svc/scheduler-process';
 import { dockerHostOptions } from '@svc/scheduler-docker';
@@ -88,6 +89,30 @@ export interface GitConnectionLimits {
   authTimeoutMs: number;
 }
 
+/** How the router runs (ROUTER_* settings). */
+export interface RouterSettings {
+  /** ROUTER_WORKERS: worker processes (`auto`: one per core); 0 runs the router on the controller's event loop. */
+  workers: number;
+  /** ROUTER_ROUTE_REFRESH_MS: how often the routes in use are looked up again. */
+  routeRefreshMs: number;
+  /** ROUTER_MAX_CONNECTIONS: client connections at most, in all. */
+  maxConnections: number;
+  /** ROUTER_MAX_CONNECTIONS_PER_CLIENT: client connections at most from one address. */
+  maxConnectionsPerClient: number;
+  /** ROUTER_HEADERS_TIMEOUT_MS: TLS handshake and request headers must arrive within this. */
+  headersTimeoutMs: number;
+  /** ROUTER_IDLE_TIMEOUT_MS: a client connection quiet for this long is closed. */
+  idleTimeoutMs: number;
+  /** ROUTER_UPSTREAM_MAX_SOCKETS: connections to one app process at most. */
+  upstreamMaxSockets: number;
+  /** ROUTER_UPSTREAM_IDLE_SOCKETS: idle connections kept per app process. */
+  upstreamIdleSockets: number;
+  /** ROUTER_UPSTREAM_IDLE_TIMEOUT_MS: an idle kept connection to a process is closed after this. */
+  upstreamIdleTimeoutMs: number;
+  /** ROUTER_ACCESS_LOG_SAMPLE: the share of requests written to the access log, 0 to 1. */
+  accessLogSample: number;
+}
+
 /** Everything the server reads from its environment, validated. */
 export interface ServerConfig {
   port: number;
@@ -128,6 +153,7 @@ export interface ServerConfig {
   routerTlsPort: number | null;
   /** `GET /metrics` on the API port (`METRICS`, default on), and the bearer token it requires (`METRICS_TOKEN`; null: none). */
   metrics: { enabled: boolean; token: string | null };
+  router: RouterSettings;
   settings: Settings;
   /** How pushed commits become images; null: they run from their checkout. */
   imageBuilds: ImageBuildSettings | null;
@@ -191,6 +217,36 @@ function gitSshPort(env: Env): number | null {
 /** `ROUTER_PORT`: default 8080, `off` for no router. */
 function routerPort(env: Env): number | null {
   return text(env, 'ROUTER_PORT', '').toLowerCase() === 'off' ? null : integer(env, 'ROUTER_PORT', 8080, 0, 65535);
+}
+
+/** `ROUTER_WORKERS`: `auto` (default, one per core) or 0 to 256. */
+function routerWorkers(env: Env): number {
+  const value = text(env, 'ROUTER_WORKERS', 'auto').toLowerCase();
+  return value === 'auto' ? Math.max(1, availableParallelism()) : integer(env, 'ROUTER_WORKERS', 0, 0, 256);
+}
+
+/** `ROUTER_ACCESS_LOG_SAMPLE`: a number from 0 to 1, default 1. */
+function sample(env: Env): number {
+  const value = text(env, 'ROUTER_ACCESS_LOG_SAMPLE', '1');
+  const parsed = Number(value);
+  if (value === '' || !Number.isFinite(parsed) || parsed < 0 || parsed > 1) throw new ConfigError('ROUTER_ACCESS_LOG_SAMPLE', `must be a number from 0 to 1, got "${value}"`);
+  return parsed;
+}
+
+/** The ROUTER_* settings of how the router runs. */
+function routerSettings(env: Env): RouterSettings {
+  return {
+    workers: routerWorkers(env),
+    routeRefreshMs: integer(env, 'ROUTER_ROUTE_REFRESH_MS', 1000, 100, 600_000),
+    maxConnections: integer(env, 'ROUTER_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+    maxConnectionsPerClient: integer(env, 'ROUTER_MAX_CONNECTIONS_PER_CLIENT', 256, 1, 1_000_000),
+    headersTimeoutMs: integer(env, 'ROUTER_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
+    idleTimeoutMs: integer(env, 'ROUTER_IDLE_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    upstreamMaxSockets: integer(env, 'ROUTER_UPSTREAM_MAX_SOCKETS', 512, 1, 100_000),
+    upstreamIdleSockets: integer(env, 'ROUTER_UPSTREAM_IDLE_SOCKETS', 128, 0, 100_000),
+    upstreamIdleTimeoutMs: integer(env, 'ROUTER_UPSTREAM_IDLE_TIMEOUT_MS', 4000, 100, 600_000),
+    accessLogSample: sample(env),
+  };
 }
 
 /** `ROUTER_TLS_PORT`: unset (or `off`) for no HTTPS listener. */
@@ -466,6 +522,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     routerHost: text(env, 'ROUTER_HOST', text(env, 'HOST', '127.0.0.1')),
     routerTlsPort: routerTlsPort(env),
     metrics: metrics(env),
+    router: routerSettings(env),
     settings,
     imageBuilds: imageBuilds(env),
   };

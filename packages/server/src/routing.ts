@@ -1,14 +1,59 @@
-import type { Certificate, SecretBox, UnitOfWork } from '@svc/core';
+import type { Certificate, ContainerSpec, ContainerState, RunResult, RunSpec, Scheduler, SecretBox, UnitOfWork } from '@svc/core';
 import { hostNameOf, type CertificateStore, type ResolvedRoute, type RouteTable, type RouteTarget, type ServedCertificate } from '@svc/router-http';
 
-/** Where an app's processes of one type listen; the process scheduler is one. */
+/** Where an app's processes of one type listen, with the container of each when known; the process scheduler is one. */
 export interface EndpointSource {
-  endpoints(app: string, type: string): RouteTarget[] | Promise<RouteTarget[]>;
+  endpoints(app: string, type: string): Array<RouteTarget & { id?: string }> | Promise<Array<RouteTarget & { id?: string }>>;
+}
+
+/**
+ * The containers being stopped, which the router must stop sending requests to before they
+ * are told to stop: shared by DrainingScheduler and PlatformRouteTable.
+ */
+export class LeavingContainers {
+  readonly ids = new Set<string>();
+  /** Brings the router's routes (in every worker) up to date; set once the router exists. */
+  refreshRoutes: () => Promise<void> = async () => undefined;
+}
+
+/**
+ * A scheduler that, before stopping a container, takes it out of the router's routes and
+ * waits until every router worker has the new routes: a process being stopped is then sent
+ * no new connection, which it could accept and drop as it closes (a request lost).
+ */
+export class DrainingScheduler implements Scheduler {
+  constructor(
+    /** The scheduler that runs the containers. */
+    readonly inner: Scheduler,
+    private readonly leaving: LeavingContainers,
+  ) {}
+
+  start(spec: ContainerSpec): Promise<ContainerState> {
+    return this.inner.start(spec);
+  }
+
+  async stop(id: string): Promise<void> {
+    this.leaving.ids.add(id);
+    try {
+      await this.leaving.refreshRoutes().catch(() => undefined);
+      await this.inner.stop(id);
+    } finally {
+      this.leaving.ids.delete(id);
+    }
+  }
+
+  run(spec: RunSpec): Promise<RunResult> {
+    return this.inner.run(spec);
+  }
+
+  states(ids: string[]): Promise<Map<string, ContainerState>> {
+    return this.inner.states(ids);
+  }
 }
 
 /** Options of PlatformRouteTable. */
 export interface PlatformRouteTableOptions {
-  /** How long the app of a host name is remembered. Default 1000 ms. */
+  /** How long the app of a host name is remembered (`forget()` clears it at once). Default 5000 ms. */
   cacheMs?: number;
   /** Host names remembered at most. Default 10000. */
   maxCached?: number;
@@ -19,9 +64,12 @@ export interface PlatformRouteTableOptions {
 /**
  * The router's routes on the platform: `<app>.<platform domain>` belongs to that app when it
  * exists, any other host name to the app that added it as a domain; the targets are the app's
- * `web` processes that are up (or its `cmd` containers, an image's own command, when it has no `web`), as the scheduler reports them (none with a scheduler that runs
- * nothing). The app of a host name is remembered for a second, so that a busy app does not
- * cost a database read per request; its processes are asked for every time.
+ * `web` processes that are up (or its `cmd` containers, an image's own command, when it has
+ * no `web`), as the scheduler reports them (none with a scheduler that runs nothing). The
+ * router keeps the routes it uses in memory and asks again about once a second; the app of a
+ * host name is remembered here for a few seconds more (until `forget()`, which the server
+ * calls when routes changed), so that those refreshes cost few database reads; the processes
+ * are asked for every time, from the scheduler's memory.
  */
 export class PlatformRouteTable implements RouteTable {
   private readonly cache = new Map<string, { app: string | null; expires: number }>();
@@ -35,11 +83,17 @@ export class PlatformRouteTable implements RouteTable {
     platformDomain: string,
     private readonly processes: EndpointSource | null,
     options: PlatformRouteTableOptions = {},
+    private readonly leaving: LeavingContainers | null = null,
   ) {
     this.suffix = `.${platformDomain.toLowerCase()}`;
-    this.cacheMs = options.cacheMs ?? 1000;
+    this.cacheMs = options.cacheMs ?? 5000;
     this.maxCached = options.maxCached ?? 10_000;
     this.now = options.now ?? Date.now;
+  }
+
+  /** Forgets which app the host names belong to, e.g. after a domain was added or an app deleted. */
+  forget(): void {
+    this.cache.clear();
   }
 
   /**
@@ -54,7 +108,11 @@ export class PlatformRouteTable implements RouteTable {
     let targets = this.processes === null ? [] : await this.processes.endpoints(app, 'web');
     // An image deployed without a Procfile runs its own command as the type `cmd`: it serves the app then.
     if (targets.length === 0 && this.processes !== null) targets = await this.processes.endpoints(app, 'cmd');
-    return { app, targets: targets.map((target) => ({ host: target.host, port: target.port })) };
+    const leaving = this.leaving?.ids;
+    return {
+      app,
+      targets: targets.filter((target) => target.id === undefined || leaving === undefined || !leaving.has(target.id)).map((target) => ({ host: target.host, port: target.port })),
+    };
   }
 
   private async appOf(name: string): Promise<string | null> {

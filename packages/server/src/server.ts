@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -10,8 +10,9 @@ import { createDatabase, type Database } from '@svc/persistence-typeorm';
 import type { ProcessScheduler, SandboxStatus } from '@svc/scheduler-process';
 import { createEngine, pingEngine, type DockerScheduler } from '@svc/scheduler-docker';
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
-import { ControllerMetrics } from '@svc/metrics-prometheus';
-import { compose, type GitSetup } from './composition';
+import { ControllerMetrics, createRouterMetrics } from '@svc/metrics-prometheus';
+import { compose, type GitSetup, type PlatformRouter } from './composition';
+import type { PlatformRouteTable } from './routing';
 import { UNSAFE_SWITCH, type SchedulerKind, type ServerConfig } from './config';
 
 /** A started controller. */
@@ -133,6 +134,32 @@ async function sharedSecretKey(database: Database, dataDir: string, logger: Logg
   return secret;
 }
 
+/**
+ * Watches the API's requests: once one that may change routes (any write to an app, its
+ * domains, formation or releases, or to certificates) has been answered, the router looks
+ * its routes up again (several in a row make one refresh) instead of waiting for its
+ * periodic refresh.
+ */
+function routeChangesOf(router: PlatformRouter, routeTable: PlatformRouteTable): (req: IncomingMessage, res: ServerResponse) => void {
+  let scheduled: ReturnType<typeof setTimeout> | null = null;
+  const refresh = (): void => {
+    scheduled = null;
+    routeTable.forget();
+    router.routesChanged().catch(() => undefined);
+  };
+  return (req, res) => {
+    if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return;
+    const path = req.url ?? '';
+    const certificates = path.includes('/certs');
+    if (!certificates && !path.includes('/apps')) return;
+    res.once('finish', () => {
+      if (res.statusCode >= 400) return;
+      if (certificates) router.invalidateCertificate();
+      scheduled ??= setTimeout(refresh, 0);
+    });
+  };
+}
+
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
   return new Promise((resolveListen, reject) => {
     server.once('error', reject);
@@ -221,7 +248,8 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
         version: platformVersion(),
       })
     : null;
-  const { app, scheduler, processScheduler, dockerScheduler, useCases, gitServer, router } = compose({
+  const routerMetrics = metrics === null ? null : createRouterMetrics(metrics.registry);
+  const { app, scheduler, processScheduler, dockerScheduler, useCases, gitServer, router, routeTable } = compose({
     database,
     secretKey,
     logDirectory: join(dataDir, 'logs'),
@@ -256,6 +284,26 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     imageBuilds: config.imageBuilds,
     shutdown: shutdown.signal,
     metrics: metrics === null ? null : { collector: metrics, token: config.metrics.token },
+    router: {
+      workers: config.router.workers,
+      routeRefreshMs: config.router.routeRefreshMs,
+      accessLogSample: config.router.accessLogSample,
+      limits: {
+        maxConnections: config.router.maxConnections,
+        maxConnectionsPerClient: config.router.maxConnectionsPerClient,
+        headersTimeoutMs: config.router.headersTimeoutMs,
+        idleTimeoutMs: config.router.idleTimeoutMs,
+      },
+      upstream: {
+        maxSockets: config.router.upstreamMaxSockets,
+        maxIdleSockets: config.router.upstreamIdleSockets,
+        idleTimeoutMs: config.router.upstreamIdleTimeoutMs,
+      },
+      logLevel: config.logLevel,
+      ...(routerMetrics === null
+        ? {}
+        : { observer: { request: (app: string | null, status: number, durationMs: number) => routerMetrics.observe({ app, status, durationSeconds: durationMs / 1000 }) } }),
+    },
   });
 
   const stopProcesses = async (): Promise<void> => {
@@ -307,6 +355,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   // Keep-alive connections must not outlive the load balancer's idea of them (API_KEEP_ALIVE_TIMEOUT_MS).
   const server = createServer({ ...httpServerOptions(app), ...timeoutOptions(config.connections) }, app);
   limitConnections(server, config.connections, refusalLog(logger, 'API'));
+  server.on('request', routeChangesOf(router, routeTable));
   let address: AddressInfo;
   try {
     address = await listen(server, config.port, config.host);

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { DEFAULT_SETTINGS } from '@svc/core';
 import { ConfigError, loadConfig } from '../src';
 
@@ -310,6 +311,63 @@ describe('loadConfig: the router', () => {
     ['ROUTER_TLS_PORT', '-1'],
   ])('refuses %s=%p, naming the variable', (variable, value) => {
     expect(failureOf({ [variable]: value })?.message).toMatch(new RegExp(`^${variable}: `));
+  });
+
+  describe('router settings', () => {
+    it('runs one router worker per core by default, with its limits, pools and a full access log', () => {
+      expect(loadConfig({}).router).toEqual({
+        workers: availableParallelism(),
+        routeRefreshMs: 1000,
+        maxConnections: 10_000,
+        maxConnectionsPerClient: 256,
+        headersTimeoutMs: 10_000,
+        idleTimeoutMs: 60_000,
+        upstreamMaxSockets: 512,
+        upstreamIdleSockets: 128,
+        upstreamIdleTimeoutMs: 4000,
+        accessLogSample: 1,
+      });
+    });
+
+    it('reads ROUTER_WORKERS (0 = in the controller process) and the other ROUTER_* settings', () => {
+      const config = loadConfig({
+        ROUTER_WORKERS: '0',
+        ROUTER_ROUTE_REFRESH_MS: '500',
+        ROUTER_MAX_CONNECTIONS: '100',
+        ROUTER_MAX_CONNECTIONS_PER_CLIENT: '10',
+        ROUTER_HEADERS_TIMEOUT_MS: '2000',
+        ROUTER_IDLE_TIMEOUT_MS: '30000',
+        ROUTER_UPSTREAM_MAX_SOCKETS: '64',
+        ROUTER_UPSTREAM_IDLE_SOCKETS: '8',
+        ROUTER_UPSTREAM_IDLE_TIMEOUT_MS: '2000',
+        ROUTER_ACCESS_LOG_SAMPLE: '0.05',
+      });
+
+      expect(config.router).toEqual({
+        workers: 0,
+        routeRefreshMs: 500,
+        maxConnections: 100,
+        maxConnectionsPerClient: 10,
+        headersTimeoutMs: 2000,
+        idleTimeoutMs: 30_000,
+        upstreamMaxSockets: 64,
+        upstreamIdleSockets: 8,
+        upstreamIdleTimeoutMs: 2000,
+        accessLogSample: 0.05,
+      });
+      expect(loadConfig({ ROUTER_WORKERS: 'AUTO' }).router.workers).toBe(availableParallelism());
+    });
+
+    it.each([
+      ['ROUTER_WORKERS', 'many'],
+      ['ROUTER_WORKERS', '-1'],
+      ['ROUTER_ACCESS_LOG_SAMPLE', '1.5'],
+      ['ROUTER_ACCESS_LOG_SAMPLE', 'half'],
+      ['ROUTER_MAX_CONNECTIONS_PER_CLIENT', '0'],
+      ['ROUTER_HEADERS_TIMEOUT_MS', '10'],
+    ])('refuses %s=%p, naming the variable', (variable, value) => {
+      expect(failureOf({ [variable]: value })?.message).toMatch(new RegExp(`^${variable}: `));
+    });
   });
 });
 

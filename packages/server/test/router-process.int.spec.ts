@@ -65,6 +65,8 @@ describeWithSandbox('the router in front of real app processes', () => {
       PROCESS_STOP_TIMEOUT_SECONDS: '5',
       GIT_SSH_PORT: 'off',
       ROUTER_PORT: '0',
+      // One worker process: turns are kept per worker, and this test checks them in order.
+      ROUTER_WORKERS: '1',
       LOG_LEVEL: 'silent',
       HOST: '127.0.0.1',
       PORT: '0',
@@ -92,6 +94,12 @@ describeWithSandbox('the router in front of real app processes', () => {
 
     // Two web processes answer in turn.
     expect((await alice.api.post('/v1/apps/myapp/scale/', { web: 2 })).status).toBe(204);
+    // The router learns of the second process within its route refresh (the scale refreshes it at once, asynchronously).
+    const seen = new Set<string>();
+    for (let i = 0; i < 100 && seen.size < 2; i++) {
+      seen.add((await viaRouter(port, 'GET')).text.split(' ')[1] ?? '');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     const pids = [];
     for (let i = 0; i < 4; i++) pids.push((await viaRouter(port, 'GET')).text.split(' ')[1]);
     expect(new Set(pids).size).toBe(2);

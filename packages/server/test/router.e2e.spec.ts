@@ -39,7 +39,7 @@ describeEachBackend('the router of a running server', (backend) => {
   let routerPort: number;
 
   beforeAll(async () => {
-    server = await startTestServer(await backend.newStore(), { PLATFORM_DOMAIN: 'apps.test', ROUTER_TLS_PORT: '0' });
+    server = await startTestServer(await backend.newStore(), { PLATFORM_DOMAIN: 'apps.test', ROUTER_TLS_PORT: '0', ROUTER_WORKERS: '2' });
     routerPort = server.routerPort ?? 0;
     alice = await signUp(server.api, 'alice');
     expect((await alice.api.post('/v1/apps/', { id: 'myapp' })).status).toBe(201);

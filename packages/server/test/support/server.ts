@@ -48,6 +48,8 @@ export async function startTestServer(store: Store, env: Record<string, string> 
     // Controllers of parallel test files running apps must not share users (one would kill the
     // other's processes) nor network rules.
     SANDBOX_UID_RANGE: testUidRange(),
+    // The router runs in this process unless a suite asks for worker processes.
+    ROUTER_WORKERS: '0',
     ...env,
     ...(store.databaseUrl === undefined ? {} : { DATABASE_URL: store.databaseUrl }),
     HOST: '127.0.0.1',

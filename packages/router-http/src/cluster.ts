@@ -1,0 +1,269 @@
+import cluster, { type Worker } from 'node:cluster';
+import { existsSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import type { CertificateStore, RequestObserver, RouteTable, RouterLogger } from './ports';
+import type { FromWorker, ListenerSpec, LogLevel, ToWorker, WorkerSettings } from './protocol';
+import { RouteCache } from './route-cache';
+import type { AppRouterOptions } from './router';
+
+/** Options of RouterCluster. */
+export interface RouterClusterOptions extends Pick<AppRouterOptions, 'connectTimeoutMs' | 'accessLogSample' | 'limits' | 'upstream'> {
+  /** Router worker processes, 1 or more (size it to the machine's cores). */
+  workers: number;
+  routes: RouteTable;
+  certificates?: CertificateStore;
+  /** How often the routes in use are looked up again and pushed to the workers. Default 1000 ms. */
+  routeRefreshMs?: number;
+  /** How long TLS contexts of server names are kept (in each worker). */
+  certificateCache?: AppRouterOptions['certificateCache'];
+  /** The controller's logger (workers starting, failing); the workers write their own lines to the shared standard output. */
+  logger?: RouterLogger;
+  /** The level of the workers' log lines (their access log is at `info`). Default `info`. */
+  logLevel?: LogLevel;
+  /** Hears every request the workers answered, in batches about once a second. */
+  observer?: RequestObserver;
+}
+
+const silentLogger: RouterLogger = Object.freeze({ info: () => undefined, warn: () => undefined, error: () => undefined });
+
+/** The worker's entry point: compiled, or the TypeScript source when running from sources (tests). */
+function workerEntry(): { exec: string; execArgv: string[] } {
+  const compiled = join(__dirname, 'worker.js');
+  if (existsSync(compiled)) return { exec: compiled, execArgv: [] };
+  // Only when running from sources, where ts-node (a development dependency) is installed.
+  return { exec: join(__dirname, 'worker.ts'), execArgv: ['-r', require.resolve('ts-node/register/transpile-only')] };
+}
+
+/** A limit shared out between the workers: each enforces its part. */
+const share = (total: number | undefined, workers: number): number | undefined => (total === undefined ? undefined : Math.max(1, Math.ceil(total / workers)));
+
+interface Listening {
+  resolve: (address: AddressInfo) => void;
+  reject: (error: Error) => void;
+  waiting: number;
+  port: number | null;
+}
+
+/**
+ * The platform router off the controller's event loop: `workers` processes (node:cluster)
+ * share the listening sockets, each accepting connections itself (no hand-off through the
+ * controller) and running an AppRouter. The controller keeps the routes in use in memory
+ * (a RouteCache over the route table, refreshed every `routeRefreshMs` and on
+ * `routesChanged()`) and pushes every change to the workers, which route with no database
+ * access; it answers their lookups of host names they do not know yet and of certificates.
+ * A worker that dies is replaced; the workers end with `close()` or when the controller's
+ * process goes away. Connection limits are shared out between the workers.
+ */
+export class RouterCluster {
+  private readonly routes: RouteCache;
+  private readonly workers = new Set<Worker>();
+  private readonly listeners: ListenerSpec[] = [];
+  private readonly logger: RouterLogger;
+  private readonly settings: Omit<WorkerSettings, 'id'>;
+  private readonly unsubscribe: () => void;
+  private listening: Listening | null = null;
+  private started = false;
+  private closing = false;
+  private nextWorker = 1;
+  private nextSync = 1;
+  private readonly syncs = new Map<string, () => void>();
+
+  constructor(private readonly options: RouterClusterOptions) {
+    if (!Number.isInteger(options.workers) || options.workers < 1) throw new Error('A router cluster needs at least one worker');
+    this.logger = options.logger ?? silentLogger;
+    this.routes = new RouteCache(options.routes, { refreshMs: options.routeRefreshMs ?? 1000 });
+    this.unsubscribe = this.routes.onChange((entries) => this.broadcast({ t: 'routes', entries }));
+    const limits = options.limits ?? {};
+    this.settings = {
+      ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
+      ...(options.certificateCache === undefined ? {} : { certificateCache: options.certificateCache }),
+      ...(options.accessLogSample === undefined ? {} : { accessLogSample: options.accessLogSample }),
+      ...(options.upstream === undefined ? {} : { upstream: options.upstream }),
+      limits: {
+        ...limits,
+        maxConnections: share(limits.maxConnections ?? 10_000, options.workers),
+        maxConnectionsPerClient: share(limits.maxConnectionsPerClient ?? 256, options.workers),
+      },
+      logLevel: options.logLevel ?? 'info',
+      observe: options.observer !== undefined,
+      hasCertificates: options.certificates !== undefined,
+    };
+  }
+
+  /** Starts a plain HTTP listener in every worker; port 0 picks a free one (the same for all). */
+  listen(port: number, host: string): Promise<AddressInfo> {
+    return this.open({ kind: 'http', port, host });
+  }
+
+  /**
+   * Starts an HTTPS listener in every worker, certificates chosen by the TLS server name.
+   * @throws Error when the cluster has no certificate store.
+   */
+  listenTls(port: number, host: string): Promise<AddressInfo> {
+    if (this.options.certificates === undefined) throw new Error('Serving HTTPS needs a certificate store');
+    return this.open({ kind: 'https', port, host });
+  }
+
+  /** Forgets the cached certificate of a server name (or of all) in every worker. */
+  invalidateCertificate(serverName?: string): void {
+    this.broadcast(serverName === undefined ? { t: 'invalidate' } : { t: 'invalidate', name: serverName });
+  }
+
+  /** Looks the routes in use up again now and pushes what changed to the workers; resolves once every worker has them. */
+  async routesChanged(): Promise<void> {
+    await this.routes.refresh();
+    const id = this.nextSync++;
+    await Promise.all(
+      [...this.workers].map(
+        (worker) =>
+          new Promise<void>((resolve) => {
+            if (worker.isDead() || !worker.isConnected()) {
+              resolve();
+              return;
+            }
+            // A worker that dies meanwhile has nothing left to update.
+            const done = (): void => {
+              clearTimeout(timer);
+              this.syncs.delete(`${worker.id}:${id}`);
+              worker.off('exit', done);
+              resolve();
+            };
+            const timer = setTimeout(done, 5000);
+            this.syncs.set(`${worker.id}:${id}`, done);
+            worker.once('exit', done);
+            this.reply(worker, { t: 'sync', id });
+          }),
+      ),
+    );
+  }
+
+  /** The process ids of the workers running now. */
+  pids(): number[] {
+    return [...this.workers].map((worker) => worker.process.pid).filter((pid): pid is number => pid !== undefined);
+  }
+
+  /**
+   * Tells every worker to stop accepting and let requests in flight finish for up to
+   * `timeoutMs`; a worker still running a little after that is killed.
+   */
+  async close(timeoutMs = 10_000): Promise<void> {
+    this.closing = true;
+    this.unsubscribe();
+    this.routes.clear(true);
+    const exits = [...this.workers].map(
+      (worker) =>
+        new Promise<void>((resolve) => {
+          if (worker.isDead()) {
+            resolve();
+            return;
+          }
+          const killer = setTimeout(() => worker.process.kill('SIGKILL'), timeoutMs + 2000);
+          worker.once('exit', () => {
+            clearTimeout(killer);
+            resolve();
+          });
+          try {
+            worker.send({ t: 'close', timeoutMs } satisfies ToWorker);
+          } catch {
+            worker.process.kill('SIGKILL');
+          }
+        }),
+    );
+    await Promise.all(exits);
+    this.listening?.reject(new Error('The router was closed'));
+  }
+
+  private async open(listener: ListenerSpec): Promise<AddressInfo> {
+    if (this.closing) throw new Error('The router is closed');
+    if (this.listening !== null) throw new Error('One listener at a time');
+    if (!this.started) this.startWorkers();
+    this.listeners.push(listener);
+    const address = await new Promise<AddressInfo>((resolve, reject) => {
+      this.listening = { resolve, reject, waiting: this.workers.size, port: null };
+      this.broadcast({ t: 'listen', listener });
+    }).finally(() => {
+      this.listening = null;
+    });
+    return address;
+  }
+
+  private startWorkers(): void {
+    this.started = true;
+    // Each worker accepts on the shared socket itself: connections never pass through the controller's event loop.
+    cluster.schedulingPolicy = cluster.SCHED_NONE;
+    cluster.setupPrimary({ ...workerEntry(), silent: false });
+    for (let i = 0; i < this.options.workers; i++) this.fork();
+  }
+
+  private fork(): void {
+    const id = this.nextWorker++;
+    const worker = cluster.fork({ ROUTER_WORKER_ID: String(id) });
+    this.workers.add(worker);
+    worker.on('message', (message: FromWorker) => this.receive(worker, message));
+    worker.on('error', () => undefined);
+    worker.once('exit', (code, signal) => {
+      this.workers.delete(worker);
+      if (this.listening !== null) this.listenAnswer({ t: 'listening', kind: 'http', error: `router worker exited (${signal ?? code})` });
+      if (this.closing) return;
+      this.logger.error({ routerWorker: id, code, signal }, 'router worker exited; starting another');
+      setTimeout(() => {
+        if (!this.closing) this.fork();
+      }, 500).unref();
+    });
+    worker.send({ t: 'start', settings: { ...this.settings, id }, routes: this.routes.snapshot(), listeners: [...this.listeners] } satisfies ToWorker);
+  }
+
+  private receive(worker: Worker, message: FromWorker): void {
+    switch (message.t) {
+      case 'listening':
+        this.listenAnswer(message);
+        break;
+      case 'resolve':
+        this.routes.resolve(message.host, message.fresh).then(
+          (route) => this.reply(worker, { t: 'resolved', id: message.id, route }),
+          (error: unknown) => this.reply(worker, { t: 'resolved', id: message.id, error: error instanceof Error ? error.message : String(error) }),
+        );
+        break;
+      case 'find':
+        (this.options.certificates?.find(message.name) ?? Promise.resolve(null)).then(
+          (certificate) => this.reply(worker, { t: 'found', id: message.id, certificate }),
+          (error: unknown) => this.reply(worker, { t: 'found', id: message.id, error: error instanceof Error ? error.message : String(error) }),
+        );
+        break;
+      case 'observed':
+        for (const [app, status, durationMs] of message.batch) this.options.observer?.request(app, status, durationMs);
+        break;
+      case 'synced':
+        this.syncs.get(`${worker.id}:${message.id}`)?.();
+        break;
+      case 'closed':
+        break;
+    }
+  }
+
+  private listenAnswer(message: FromWorker & { t: 'listening' }): void {
+    const listening = this.listening;
+    if (listening === null) return;
+    if (message.error !== undefined) {
+      this.listening = null;
+      this.listeners.pop();
+      listening.reject(new Error(`Router worker could not listen: ${message.error}`));
+      return;
+    }
+    listening.port ??= message.port ?? null;
+    listening.waiting -= 1;
+    if (listening.waiting <= 0) {
+      const spec = this.listeners[this.listeners.length - 1];
+      listening.resolve({ address: spec?.host ?? '', family: spec?.host.includes(':') === true ? 'IPv6' : 'IPv4', port: listening.port ?? 0 });
+    }
+  }
+
+  private reply(worker: Worker, message: ToWorker): void {
+    if (!worker.isDead() && worker.isConnected()) worker.send(message);
+  }
+
+  private broadcast(message: ToWorker): void {
+    for (const worker of this.workers) this.reply(worker, message);
+  }
+}

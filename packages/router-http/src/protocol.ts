@@ -1,0 +1,49 @@
+import type { SecureContextCacheOptions } from './certificates';
+import type { ResolvedRoute, ServedCertificate } from './ports';
+import type { RouteEntry } from './route-cache';
+import type { RouterLimits, UpstreamPoolOptions } from './router';
+
+/** Levels of the workers' own log lines, as pino numbers them. */
+export const LEVELS = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60, silent: Infinity } as const;
+export type LogLevel = keyof typeof LEVELS;
+
+/** What a router worker is told when it starts (everything must survive the IPC channel's JSON). */
+export interface WorkerSettings {
+  id: number;
+  connectTimeoutMs?: number;
+  certificateCache?: Omit<SecureContextCacheOptions, 'now'>;
+  accessLogSample?: number;
+  limits?: RouterLimits;
+  upstream?: UpstreamPoolOptions;
+  logLevel: LogLevel;
+  /** Whether the controller wants request figures (batches of `observed`). */
+  observe: boolean;
+  hasCertificates: boolean;
+}
+
+/** One listener the workers open, in the order they were asked to. */
+export interface ListenerSpec {
+  kind: 'http' | 'https';
+  port: number;
+  host: string;
+}
+
+/** Messages from the controller to a worker. */
+export type ToWorker =
+  | { t: 'start'; settings: WorkerSettings; routes: RouteEntry[]; listeners: ListenerSpec[] }
+  | { t: 'listen'; listener: ListenerSpec }
+  | { t: 'routes'; entries: RouteEntry[] }
+  | { t: 'resolved'; id: number; route?: ResolvedRoute | null; error?: string }
+  | { t: 'found'; id: number; certificate?: ServedCertificate | null; error?: string }
+  | { t: 'invalidate'; name?: string }
+  | { t: 'sync'; id: number }
+  | { t: 'close'; timeoutMs: number };
+
+/** Messages from a worker to the controller. */
+export type FromWorker =
+  | { t: 'listening'; kind: 'http' | 'https'; port?: number; error?: string }
+  | { t: 'resolve'; id: number; host: string; fresh: boolean }
+  | { t: 'find'; id: number; name: string }
+  | { t: 'observed'; batch: Array<[app: string | null, status: number, durationMs: number]> }
+  | { t: 'synced'; id: number }
+  | { t: 'closed' };

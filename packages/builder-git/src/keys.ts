@@ -23,6 +23,20 @@ function parse(text: string, path: string): HostKey {
 }
 
 /**
+ * A new ed25519 private key in OpenSSH format. ssh2's generator now and then writes a key that
+ * its own parser calls malformed (a few in a thousand): such a key is thrown away.
+ */
+function generateHostKey(): string {
+  for (let attempt = 0; ; attempt++) {
+    const generated = utils.generateKeyPairSync('ed25519', { comment: 'svc git host key' }).private;
+    const parsed = utils.parseKey(generated);
+    const key = Array.isArray(parsed) ? parsed[0] : parsed;
+    if (key !== undefined && !(key instanceof Error) && key.isPrivateKey()) return generated;
+    if (attempt >= 20) throw new Error('could not generate a readable ed25519 host key');
+  }
+}
+
+/**
  * Reads the server's SSH host key from `path`, generating an ed25519 key there (mode 0600)
  * the first time, so that clients see the same host key across restarts.
  * @throws Error when the file exists but holds no private key.
@@ -33,7 +47,7 @@ export function loadOrCreateHostKey(path: string): HostKey {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
-  const generated = utils.generateKeyPairSync('ed25519', { comment: 'svc git host key' }).private;
+  const generated = generateHostKey();
   try {
     // `wx`: when two processes start at once, the second reads the first one's key.
     writeFileSync(path, generated, { mode: 0o600, flag: 'wx' });

@@ -250,7 +250,7 @@ if (baseUrl === undefined || baseUrl === '') {
 
         await Promise.all([first.migrate(), second.migrate(), db.migrate()]);
 
-        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(5);
+        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(6);
       });
 
       it('ListCounts counts the rows already there when applied, and again after a TRUNCATE', async () => {

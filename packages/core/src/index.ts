@@ -2,6 +2,7 @@ export * from './errors';
 export * from './model/entities';
 export * from './model/log-escape';
 export * from './model/log-subscribers';
+export * from './model/log-writer';
 export * from './model/pagination';
 export * from './model/time';
 export * from './ports/repositories';

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { RequestRejected, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
+import { BatchedLogWriter, RequestRejected, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
 import {
   CappedOutput,
   FrameDemultiplexer,
@@ -14,7 +14,6 @@ import {
   type OutputStream,
 } from './engine';
 import { guardHostFromBridge } from './host-guard';
-import { BatchedLogWriter } from './log-writer';
 import { acceptsConnections, healthcheckUrl, httpStatus } from './readiness';
 
 /** The source of the lines the scheduler itself writes to an app's log. */

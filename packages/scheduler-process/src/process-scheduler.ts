@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { Clock, ContainerSpec, ContainerState, LogStore, RunResult, RunSpec, Scheduler } from '@svc/core';
+import { BatchedLogWriter, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
 import { formatBytes, formatSeconds, memoryLimitBytes, niceForCpuShares } from './limits';
-import { BatchedLogWriter } from './log-writer';
 import { CappedOutput, LineSplitter } from './output';
 import { PortAllocator, portIsFree, type PortRange } from './ports';
 import { groupMembers, groupResidentBytes, procAvailable, processesByNamespace, processesOf, readStat, residentBytesOf } from './proc';

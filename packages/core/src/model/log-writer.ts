@@ -1,4 +1,5 @@
-import type { Clock, LogEntry, LogStore } from '@svc/core';
+import type { LogEntry } from './entities';
+import type { Clock, LogStore } from '../ports/services';
 
 /** How long lines wait to be written together. */
 const FLUSH_DELAY_MS = 50;
@@ -7,12 +8,13 @@ const FLUSH_LINES = 500;
 
 /**
  * Writes log lines to the app logs in batches, in the order they were produced: one append
- * per app at a time. A failing log store loses lines but never stops a process.
+ * per app at a time. A failing log store loses lines but never stops a process or container:
+ * what the schedulers use for the output of what they run.
  */
 export class BatchedLogWriter {
   private readonly pending = new Map<string, LogEntry[]>();
   private readonly chains = new Map<string, Promise<void>>();
-  private timer: NodeJS.Timeout | null = null;
+  private timer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
     private readonly logs: Pick<LogStore, 'append'>,

@@ -364,12 +364,18 @@ describe('svc, the command-line client, against a running controller', () => {
       const pair = ecdsaPair();
       await writeFile(join(root, 'cert.pem'), pair.certificate);
       await writeFile(join(root, 'key.pem'), pair.key);
+      // A certificate is taken only for names of the caller's apps: its own names and the override.
+      for (const domain of ['shop.example.com', 'ec.example.com', 'www.ec.example.com']) await svc.ok(['domains:add', domain], { cwd: checkout });
+      const refused = await svc.run(['certs:add', join(root, 'cert.pem'), join(root, 'key.pem'), '--common-name', 'other.example.org']);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('not a domain of an app you manage');
       const added = await svc.json<{ common_name: string }>(['certs:add', join(root, 'cert.pem'), join(root, 'key.pem'), '--common-name', 'shop.example.com']);
       expect(added.common_name).toBe('shop.example.com');
       expect(await svc.json(['certs'])).toEqual([expect.objectContaining({ common_name: 'shop.example.com' })]);
       expect(await svc.ok(['certs:info', 'shop.example.com'])).toMatch(/fingerprint:/);
       await svc.ok(['certs:remove', 'shop.example.com']);
       expect(await svc.json(['certs'])).toEqual([]);
+      for (const domain of ['shop.example.com', 'ec.example.com', 'www.ec.example.com']) await svc.ok(['domains:remove', domain], { cwd: checkout });
     });
 
     it('perms:create and perms:delete share an app (sharing:* aliases too); --admin manages administrators', async () => {

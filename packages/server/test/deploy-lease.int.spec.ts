@@ -81,6 +81,9 @@ async function killedMidDeploy(build: WorkspaceBuild, setup: Setup): Promise<voi
     ...setup.env,
     DATA_DIR: setup.dataDir,
     SCHEDULER: 'process',
+    // Unconfined: a sandboxed app dies with its controller and sees only its own pid namespace;
+    // this test needs the web process to outlive the killed controller, under a host pid.
+    UNSAFE_SINGLE_USER_DEV: '1',
     HEALTHCHECK_TIMEOUT: '300',
     SECRET_KEY: 'deploy-lease-test-secret-key-0123456789',
   };

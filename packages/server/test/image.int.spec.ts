@@ -108,7 +108,8 @@ describeWithEngine('the controller image', () => {
 
     const ready = await fetch(`${url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: 'ready' });
+    // Without an engine or root in the container, /readyz also says that apps cannot run yet.
+    expect(await ready.json()).toMatchObject({ status: 'ready' });
   }, 240_000);
 
   it('runs as an unprivileged user with its data in the /data volume', async () => {

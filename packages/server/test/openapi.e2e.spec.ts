@@ -102,6 +102,8 @@ describeEachBackend('OpenAPI document against real responses', (backend) => {
     expectStatus(await call(api, 'DELETE', '/v1/apps/contract/perms/root'), 204);
     expectStatus(await call(api, 'POST', '/v1/apps/contract/perms/', { username: 'root' }), 201);
     expectStatus(await call(api, 'POST', '/v1/apps/contract/perms/root'), 204);
+    // A certificate is taken only for names of the uploader's apps.
+    for (const domain of ['ec.example.com', 'www.ec.example.com']) expectStatus(await call(api, 'POST', '/v1/apps/contract/domains/', { domain }), 201);
     expectStatus(await call(api, 'POST', '/v1/certs/', ecdsaPair()), 201);
     expectStatus(await call(api, 'GET', '/v1/certs/'), 200);
     const name = ((await call(api, 'GET', '/v1/certs/')).body as { results: Array<{ common_name: string }> }).results[0]?.common_name ?? '';

@@ -13,6 +13,7 @@ export * from './rules/apps';
 export * from './rules/config';
 export * from './rules/domains';
 export * from './rules/fields';
+export * from './rules/limits';
 export * from './rules/login-throttle';
 export * from './rules/quotas';
 export * from './rules/releases';

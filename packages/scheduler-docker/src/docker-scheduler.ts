@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { BatchedLogWriter, RequestRejected, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
+import { BatchedLogWriter, RequestRejected, memoryLimitBytes, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
 import {
   CappedOutput,
   FrameDemultiplexer,
@@ -9,7 +9,6 @@ import {
   LineSplitter,
   engineReason,
   engineStatus,
-  memoryBytes,
   nanoCpusForShares,
   type OutputStream,
 } from './engine';
@@ -162,7 +161,7 @@ export class DockerScheduler implements Scheduler {
     this.readonlyRootfs = options.readonlyRootfs ?? false;
     this.pullPolicy = options.pullPolicy ?? 'missing';
     this.defaultMemory = options.defaultMemory === undefined ? '1G' : options.defaultMemory;
-    memoryBytes(this.defaultMemory);
+    memoryLimitBytes(this.defaultMemory);
     this.defaultCpu = options.defaultCpu === undefined ? 1024 : options.defaultCpu;
     this.startTimeoutMs = options.startTimeoutMs ?? 30_000;
     this.settleMs = options.settleMs ?? 1000;
@@ -221,7 +220,7 @@ export class DockerScheduler implements Scheduler {
     };
     this.containers.set(spec.id, managed);
     try {
-      memoryBytes(spec.memory);
+      memoryLimitBytes(spec.memory);
       await this.prepare();
       if (await this.adopt(managed)) return managed.state;
       if (managed.stopping) throw new Error('it was stopped before it was up');
@@ -750,7 +749,7 @@ export class DockerScheduler implements Scheduler {
   private hostConfig(ownMemory: string | null, ownCpu: number | null): Docker.HostConfig {
     const memory = ownMemory ?? this.defaultMemory;
     const cpu = ownCpu === null || ownCpu === 0 ? this.defaultCpu : ownCpu;
-    const bytes = memoryBytes(memory);
+    const bytes = memoryLimitBytes(memory);
     const nanoCpus = nanoCpusForShares(cpu);
     return {
       NetworkMode: this.network,

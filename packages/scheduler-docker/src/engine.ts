@@ -178,19 +178,6 @@ export class CappedOutput {
   }
 }
 
-const MEMORY_UNITS: Record<string, number> = { B: 1, K: 1024, KB: 1024, M: 1024 ** 2, MB: 1024 ** 2, G: 1024 ** 3, GB: 1024 ** 3 };
-
-/**
- * The byte count of a memory limit such as `512M` or `1g` (powers of 1024); null for none.
- * @throws Error when the text is not a memory limit.
- */
-export function memoryBytes(limit: string | null): number | null {
-  if (limit === null) return null;
-  const match = /^([0-9]+)(B|K|M|G|KB|MB|GB)$/i.exec(limit.trim());
-  if (!match) throw new Error(`unreadable memory limit "${limit}"`);
-  return Number(match[1]) * (MEMORY_UNITS[(match[2] ?? 'B').toUpperCase()] ?? 1);
-}
-
 /** CPU shares that stand for one whole CPU. */
 export const SHARES_PER_CPU = 1024;
 /** The smallest CPU limit the engine accepts: 0.01 CPU. */
@@ -204,17 +191,4 @@ const MIN_NANO_CPUS = 10_000_000;
 export function nanoCpusForShares(shares: number | null): number | null {
   if (shares === null || !Number.isFinite(shares) || shares <= 0) return null;
   return Math.max(MIN_NANO_CPUS, Math.round((shares / SHARES_PER_CPU) * 1e9));
-}
-
-/** A byte count for people, e.g. `64.0 MiB`. */
-export function formatBytes(bytes: number): string {
-  if (bytes < 1024) return `${bytes} B`;
-  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes / 1024;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return `${value.toFixed(1)} ${units[unit] ?? 'TiB'}`;
 }

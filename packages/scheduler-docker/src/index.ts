@@ -23,7 +23,6 @@ export {
   dockerHostOptions,
   engineReason,
   engineStatus,
-  memoryBytes,
   nanoCpusForShares,
   pingEngine,
 } from './engine';

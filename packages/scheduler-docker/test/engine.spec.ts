@@ -1,4 +1,4 @@
-import { FrameDemultiplexer, dockerHostOptions, memoryBytes, nanoCpusForShares } from '../src';
+import { FrameDemultiplexer, dockerHostOptions, nanoCpusForShares } from '../src';
 
 function frame(type: number, text: string): Buffer {
   const payload = Buffer.from(text);
@@ -38,13 +38,6 @@ describe('FrameDemultiplexer', () => {
 });
 
 describe('limits', () => {
-  it('reads memory limits in powers of 1024', () => {
-    expect(memoryBytes('64M')).toBe(64 * 1024 * 1024);
-    expect(memoryBytes('1g')).toBe(1024 ** 3);
-    expect(memoryBytes(null)).toBeNull();
-    expect(() => memoryBytes('lots')).toThrow(/unreadable memory limit/);
-  });
-
   it('maps CPU shares to a CPU limit, 1024 being one CPU', () => {
     expect(nanoCpusForShares(1024)).toBe(1e9);
     expect(nanoCpusForShares(512)).toBe(5e8);

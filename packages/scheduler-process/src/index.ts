@@ -8,5 +8,5 @@ export {
   type SandboxStatus,
 } from './process-scheduler';
 export type { PortRange } from './ports';
-export { formatBytes, memoryLimitBytes, niceForCpuShares } from './limits';
+export { niceForCpuShares } from './limits';
 export { APP_MOUNT, DEFAULT_UID_RANGE, type SandboxOptions, type UidRange } from './sandbox';

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { BatchedLogWriter, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
-import { formatBytes, formatSeconds, memoryLimitBytes, niceForCpuShares } from './limits';
+import { BatchedLogWriter, formatBytes, memoryLimitBytes, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
+import { formatSeconds, niceForCpuShares } from './limits';
 import { CappedOutput, LineSplitter } from './output';
 import { PortAllocator, portIsFree, type PortRange } from './ports';
 import { groupMembers, groupResidentBytes, procAvailable, processesByNamespace, processesOf, readStat, residentBytesOf } from './proc';

@@ -27,7 +27,7 @@ import { createHttpApp, type HttpLogger, type HttpOptions } from '@svc/http-expr
 import { GitServer } from '@svc/builder-git';
 import { AppRouter, RouterCluster, type AppRouterOptions, type LogLevel, type RequestObserver } from '@svc/router-http';
 import type { ControllerMetrics } from '@svc/metrics-prometheus';
-import type { ImageBuildSettings, SchedulerKind } from './config';
+import type { DockerSettings, ImageBuildSettings, SchedulerKind } from './config';
 import { DrainingScheduler, LeavingContainers, PlatformRouteTable, StoredCertificates } from './routing';
 
 /** Any use case class: constructed from the core's dependencies. */
@@ -144,20 +144,8 @@ export interface ProcessSchedulerSetup {
   sandboxHint?: string;
 }
 
-/** Where the Docker engine is and how the Docker scheduler isolates apps. */
-export interface DockerSchedulerSetup {
-  /** DOCKER_HOST; null for the default socket. */
-  host: string | null;
-  network: string;
-  bridge: string;
-  instance: string;
-  user: string;
-  pidsLimit: number;
-  readonlyRootfs: boolean;
-  pullPolicy: 'missing' | 'always';
-  guardHost: boolean;
-  defaultMemory: string | null;
-  defaultCpu: number | null;
+/** Where the Docker engine is and how the Docker scheduler isolates apps: its settings, and what the server adds. */
+export interface DockerSchedulerSetup extends DockerSettings {
   /** Host ports containers may still reach (the router's). */
   hostPortsAllowed: number[];
   startTimeoutMs: number;

@@ -30,6 +30,7 @@ export interface TaskTemplate {
   };
   Resources: { Limits: { MemoryBytes?: number; NanoCPUs?: number; Pids?: number } };
   RestartPolicy: { Condition: 'none' | 'on-failure' | 'any'; Delay?: number; MaxAttempts?: number; Window?: number };
+  Placement?: { Preferences?: Array<{ Spread: { SpreadDescriptor: string } }> };
   ForceUpdate?: number;
 }
 

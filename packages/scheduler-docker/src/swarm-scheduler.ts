@@ -891,6 +891,8 @@ export class SwarmScheduler implements Scheduler {
       ContainerSpec: container,
       Resources: { Limits: this.limitsOf(limits) },
       RestartPolicy: { Condition: 'any', Delay: ms(this.restartDelayMs), MaxAttempts: 0 },
+      // One node's loss takes as few of a type's tasks as it can.
+      Placement: { Preferences: [{ Spread: { SpreadDescriptor: 'node.id' } }] },
       ForceUpdate: 0,
     };
   }

@@ -1,4 +1,5 @@
 /// <reference types="jest" />
+import { request } from 'node:http';
 import type Docker from 'dockerode';
 import type { LogEntry } from '@svc/core';
 import { InMemoryLogStore } from '@svc/core/testing';
@@ -111,4 +112,81 @@ export async function testSwarm(overrides: Partial<SwarmSchedulerOptions> = {}):
       await Promise.all(services.map((s) => docker.getService(s.ID as string).remove().catch(() => undefined)));
     },
   };
+}
+
+/** What steady traffic saw: answers by body, and the requests that failed with why. */
+export interface TrafficReport {
+  ok: number;
+  failed: number;
+  failures: string[];
+  bodies: Map<string, number>;
+  /** The body of the last answers. */
+  last: string[];
+}
+
+/**
+ * Steady GET traffic to the endpoints a scheduler reports at each moment, sent as the router
+ * does: round-robin, and to the next endpoint when a connection is refused (nothing was sent);
+ * any other error, or an answer other than 200, counts as a failed request.
+ */
+export function steadyTraffic(endpoints: () => Array<{ host: string; port: number }>, workers = 3): { stop(): Promise<TrafficReport> } {
+  const report: TrafficReport = { ok: 0, failed: 0, failures: [], bodies: new Map(), last: [] };
+  let running = true;
+  let turn = 0;
+  const once = async (): Promise<void> => {
+    const targets = endpoints();
+    if (targets.length === 0) throw new Error('no endpoint');
+    const start = turn++;
+    for (let i = 0; i < targets.length; i++) {
+      const target = targets[(start + i) % targets.length] as { host: string; port: number };
+      const outcome = await get(target.host, target.port);
+      if (outcome.kind === 'refused') continue;
+      if (outcome.kind === 'error') throw new Error(`${target.host}:${target.port}: ${outcome.reason}`);
+      if (outcome.status !== 200) throw new Error(`${target.host}:${target.port}: status ${outcome.status}`);
+      report.bodies.set(outcome.body, (report.bodies.get(outcome.body) ?? 0) + 1);
+      report.last.push(outcome.body);
+      if (report.last.length > 10) report.last.shift();
+      return;
+    }
+    throw new Error(`every endpoint refused: ${targets.map((t) => `${t.host}:${t.port}`).join(' ')}`);
+  };
+  const loop = async (): Promise<void> => {
+    while (running) {
+      try {
+        await once();
+        report.ok++;
+      } catch (error) {
+        report.failed++;
+        if (report.failures.length < 20) report.failures.push(error instanceof Error ? error.message : String(error));
+      }
+      await new Promise((done) => setTimeout(done, 10));
+    }
+  };
+  const loops = Array.from({ length: workers }, () => loop());
+  return {
+    async stop() {
+      running = false;
+      await Promise.all(loops);
+      return report;
+    },
+  };
+}
+
+type Outcome = { kind: 'refused' } | { kind: 'error'; reason: string } | { kind: 'answer'; status: number; body: string };
+
+function get(host: string, port: number): Promise<Outcome> {
+  return new Promise((resolve) => {
+    let connected = false;
+    const req = request({ host, port, path: '/', method: 'GET', agent: false, timeout: 5000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.once('end', () => resolve({ kind: 'answer', status: res.statusCode ?? 0, body: body.trim() }));
+      res.once('error', (error) => resolve({ kind: 'error', reason: error.message }));
+    });
+    req.once('socket', (socket) => socket.once('connect', () => (connected = true)));
+    req.once('timeout', () => req.destroy(new Error('timeout')));
+    req.once('error', (error: NodeJS.ErrnoException) => resolve(connected ? { kind: 'error', reason: `${error.code ?? ''} ${error.message}` } : { kind: 'refused' }));
+    req.end();
+  });
 }

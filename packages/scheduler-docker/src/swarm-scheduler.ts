@@ -287,14 +287,15 @@ export class SwarmScheduler implements Scheduler {
     if (service === undefined || service.port === null) return [];
     const pairs = this.pairs(service);
     const byTask = new Map([...pairs].filter(([, task]) => task !== null).map(([id, task]) => [(task as TaskView).id, id]));
-    const endpoints: Endpoint[] = [];
-    for (const task of service.tasks) {
-      if (task.state !== 'running' || task.desired !== 'running' || task.port === null) continue;
+    const routable = (task: TaskView): boolean => {
       const node = this.nodes.get(task.node);
-      if (node === undefined || !node.ready || node.address === null) continue;
-      endpoints.push({ host: node.address, port: task.port, id: byTask.get(task.id) ?? `task:${task.id}` });
-    }
-    return endpoints;
+      return task.state === 'running' && task.port !== null && node !== undefined && node.ready && node.address !== null;
+    };
+    let tasks = service.tasks.filter((task) => task.desired === 'running' && routable(task));
+    // Tasks Swarm is stopping keep serving for the drain time: the last resort while none
+    // other runs (every task of a drained node told to stop before its replacements are up).
+    if (tasks.length === 0) tasks = service.tasks.filter((task) => task.desired !== 'running' && routable(task));
+    return tasks.map((task) => ({ host: this.nodes.get(task.node)?.address as string, port: task.port as number, id: byTask.get(task.id) ?? `task:${task.id}` }));
   }
 
   /** The node each running task of one process type of an app is on (its id), in slot order: what the tests check. */
@@ -768,7 +769,9 @@ export class SwarmScheduler implements Scheduler {
     template: TaskTemplate,
     port: number | null,
   ): ServiceSpec {
-    const update = { Parallelism: 1, Delay: 0, Monitor: ms(this.monitorMs), MaxFailureRatio: 0, Order: 'start-first' as const };
+    // Every task at once, start-first: each new task healthy before its old one stops, as the
+    // core's rollouts do on one engine; placed together, the new tasks spread over the nodes.
+    const update = { Parallelism: 0, Delay: 0, Monitor: ms(this.monitorMs), MaxFailureRatio: 0, Order: 'start-first' as const };
     return {
       Name: name,
       Labels: this.serviceLabels(app, type, release, digest, members),

@@ -168,6 +168,8 @@ describeSwarm('the controller on a two-node Docker Swarm (SCHEDULER=swarm)', () 
 
   it('keeps serving while the worker is drained: Swarm moves its task, the states follow', async () => {
     expect(workerId).not.toBeNull();
+    // The update kept one task on each node: draining one leaves the other serving.
+    expect(new Set(await taskNodes()).size).toBe(2);
     const traffic = trafficThroughRouter(server.routerPort ?? 0, app);
     await setAvailability(workerId as string, 'drain');
     const deadline = Date.now() + 60_000;

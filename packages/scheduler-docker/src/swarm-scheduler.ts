@@ -280,13 +280,14 @@ export class SwarmScheduler implements Scheduler {
 
   /**
    * Where the running (and, for web, healthy) tasks of one process type of an app listen:
-   * their node's address and the port published there, with the container each stands for.
+   * their node's address and the port published there. Each carries its task's id
+   * (`task:<id>`), not a container's: Swarm, not the stop of a container, decides which task
+   * a scale-down stops, so the router follows the tasks (a stopping one is dropped at the next
+   * read of the tasks and keeps serving for the drain time).
    */
   endpoints(app: string, type: string): Endpoint[] {
     const service = this.services.get(this.serviceName(app, type));
     if (service === undefined || service.port === null) return [];
-    const pairs = this.pairs(service);
-    const byTask = new Map([...pairs].filter(([, task]) => task !== null).map(([id, task]) => [(task as TaskView).id, id]));
     const routable = (task: TaskView): boolean => {
       const node = this.nodes.get(task.node);
       return task.state === 'running' && task.port !== null && node !== undefined && node.ready && node.address !== null;
@@ -295,7 +296,7 @@ export class SwarmScheduler implements Scheduler {
     // Tasks Swarm is stopping keep serving for the drain time: the last resort while none
     // other runs (every task of a drained node told to stop before its replacements are up).
     if (tasks.length === 0) tasks = service.tasks.filter((task) => task.desired !== 'running' && routable(task));
-    return tasks.map((task) => ({ host: this.nodes.get(task.node)?.address as string, port: task.port as number, id: byTask.get(task.id) ?? `task:${task.id}` }));
+    return tasks.map((task) => ({ host: this.nodes.get(task.node)?.address as string, port: task.port as number, id: `task:${task.id}` }));
   }
 
   /** The node each running task of one process type of an app is on (its id), in slot order: what the tests check. */

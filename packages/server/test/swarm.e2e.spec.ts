@@ -187,6 +187,16 @@ describeSwarm('the controller on a two-node Docker Swarm (SCHEDULER=swarm)', () 
     await setAvailability(workerId as string, 'active');
   });
 
+  it('restarts the containers one after another, serving throughout', async () => {
+    const traffic = trafficThroughRouter(server.routerPort ?? 0, app);
+    expect((await alice.api.post(`/v1/apps/${app}/containers/restart/`, {})).status).toBe(200);
+    await new Promise((done) => setTimeout(done, 1000));
+    const report = await traffic.stop();
+    process.stdout.write(`swarm e2e, restart: ${report.ok} answered, ${report.failed.length} failed\n`);
+    expect(report.failed).toEqual([]);
+    expect((await containers()).map((c) => `${c.type}.${c.num} ${c.state}`)).toEqual(['web.1 up', 'web.2 up']);
+  });
+
   it('rolls back to the earlier release, serving throughout', async () => {
     const traffic = trafficThroughRouter(server.routerPort ?? 0, app);
     expect((await alice.api.post(`/v1/apps/${app}/releases/rollback/`, {})).status).toBe(201);

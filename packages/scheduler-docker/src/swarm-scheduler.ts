@@ -362,6 +362,8 @@ export class SwarmScheduler implements Scheduler {
     this.assertOpen();
     let service = this.services.get(name) ?? null;
     const label = `${spec.type}.${spec.num} (v${spec.release})`;
+    // A service an earlier controller process left: its output is followed from now on.
+    if (service !== null && service.logs === null) this.follow(service, Math.floor(Date.now() / 1000));
     try {
       if (service === null) {
         service = await this.create(spec, name, template, digest, port);
@@ -441,7 +443,6 @@ export class SwarmScheduler implements Scheduler {
 
   /** A container a service lists from before this process: waits for its tasks as they are. */
   private async adopt(service: Service): Promise<void> {
-    if (service.logs === null) this.follow(service, Math.floor(Date.now() / 1000));
     await this.converge(service, { before: await this.taskIds(service), update: false, timeoutMs: this.base.startTimeoutMs });
   }
 

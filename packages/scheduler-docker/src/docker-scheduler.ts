@@ -1,26 +1,31 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { BatchedLogWriter, RequestRejected, memoryLimitBytes, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
+import { BatchedLogWriter, memoryLimitBytes, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
 import {
   CappedOutput,
-  FrameDemultiplexer,
   LABELS,
-  LineSplitter,
+  containerLimits,
+  digestOf,
   engineReason,
   engineStatus,
-  nanoCpusForShares,
-  type OutputStream,
+  environmentList,
+  followFrames,
+  followLines,
+  formatSeconds,
+  lastOutputNote,
+  sleep,
+  sortedEntries,
+  waitAtMost,
 } from './engine';
 import { guardHostFromBridge } from './host-guard';
+import { DEFAULT_CONTAINER_PORT, ImageNotFound, ImagePuller, assertRunnable, containerPortFor } from './images';
 import { acceptsConnections, healthcheckUrl, httpStatus } from './readiness';
 
 /** The source of the lines the scheduler itself writes to an app's log. */
 export const SCHEDULER_LOG_SOURCE = 'svc[scheduler]';
 /** The exit code reported for a one-off command stopped by its timeout (as `timeout(1)` does). */
 export const RUN_TIMEOUT_EXIT_CODE = 124;
-/** The port an app listens on inside its container when neither its config (PORT) nor its image (EXPOSE) names one. */
-export const DEFAULT_CONTAINER_PORT = 5000;
 
 /** How a DockerScheduler isolates and supervises containers. */
 export interface DockerSchedulerOptions {
@@ -102,17 +107,8 @@ interface Managed {
   forgotten: boolean;
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
 const messageOf = (error: unknown): string => engineReason(error);
 const systemClock: Clock = { now: () => new Date() };
-const formatSeconds = (ms: number): string => `${Number((ms / 1000).toFixed(1))} s`;
-
-/** A pull failed for a reason that is the request's (no such image, bad reference), not the platform's: answered 400. */
-export class ImageNotFound extends RequestRejected {
-  constructor(message: string) {
-    super('IMAGE.NOT_FOUND', message);
-  }
-}
 
 /**
  * A scheduler that runs each container of a release as a Docker Engine container of the
@@ -132,7 +128,6 @@ export class DockerScheduler implements Scheduler {
   private readonly user: string;
   private readonly pidsLimit: number;
   private readonly readonlyRootfs: boolean;
-  private readonly pullPolicy: 'missing' | 'always';
   private readonly defaultMemory: string | null;
   private readonly defaultCpu: number | null;
   private readonly startTimeoutMs: number;
@@ -142,8 +137,7 @@ export class DockerScheduler implements Scheduler {
   private readonly probeIntervalMs: number;
   private readonly containers = new Map<string, Managed>();
   private readonly runs = new Map<string, Docker.Container>();
-  private readonly pulls = new Map<string, Promise<void>>();
-  private readonly pulledForRelease = new Set<string>();
+  private readonly images: ImagePuller;
   private prepared: Promise<void> | null = null;
   private closing: Promise<void> | null = null;
 
@@ -159,7 +153,7 @@ export class DockerScheduler implements Scheduler {
     this.user = options.user ?? '65534:65534';
     this.pidsLimit = options.pidsLimit ?? 256;
     this.readonlyRootfs = options.readonlyRootfs ?? false;
-    this.pullPolicy = options.pullPolicy ?? 'missing';
+    this.images = new ImagePuller(this.docker, options.pullPolicy ?? 'missing', (app, message) => this.event(app, message));
     this.defaultMemory = options.defaultMemory === undefined ? '1G' : options.defaultMemory;
     memoryLimitBytes(this.defaultMemory);
     this.defaultCpu = options.defaultCpu === undefined ? 1024 : options.defaultCpu;
@@ -261,15 +255,15 @@ export class DockerScheduler implements Scheduler {
   async run(spec: RunSpec): Promise<RunResult> {
     this.assertOpen();
     await this.prepare();
-    const image = await this.image(spec.app, spec.image, spec.release);
+    const image = await this.images.inspect(spec.app, spec.image, spec.release);
     const name = `svc-run-${randomUUID()}`;
-    const port = this.portFor(spec.env, image);
+    const port = containerPortFor(spec.env, image);
     const created = await this.docker.createContainer({
       name,
       Image: spec.image,
       Entrypoint: ['/bin/sh', '-c'],
       Cmd: [spec.command],
-      Env: environment(spec.env, port),
+      Env: environmentList(spec.env, port),
       User: this.user,
       Labels: { [LABELS.instance]: this.instance, [LABELS.app]: spec.app, [LABELS.type]: 'run', [LABELS.release]: String(spec.release) },
       AttachStdout: true,
@@ -282,13 +276,7 @@ export class DockerScheduler implements Scheduler {
     try {
       const output = new CappedOutput(spec.outputLimitBytes);
       const stream = (await created.attach({ stream: true, stdout: true, stderr: true })) as unknown as Readable;
-      const ended = new Promise<void>((done) => {
-        stream.once('end', done);
-        stream.once('close', done);
-        stream.once('error', () => done());
-      });
-      const demux = new FrameDemultiplexer((_stream, payload) => output.push(payload));
-      stream.on('data', (chunk: Buffer) => demux.push(chunk));
+      const ended = followFrames(stream, (_which, payload) => output.push(payload));
       const waited = created.wait({ condition: 'next-exit' }) as Promise<{ StatusCode?: number }>;
       await created.start();
       let timedOut = false;
@@ -302,7 +290,7 @@ export class DockerScheduler implements Scheduler {
       } finally {
         clearTimeout(timer);
       }
-      await Promise.race([ended, sleep(2000)]);
+      await waitAtMost(ended, 2000);
       stream.destroy();
       const notes = timedOut ? [`killed after the timeout of ${spec.timeoutSeconds} s`] : [];
       return { exitCode: timedOut ? RUN_TIMEOUT_EXIT_CODE : (status.StatusCode ?? 1), output: output.text(notes) };
@@ -419,80 +407,22 @@ export class DockerScheduler implements Scheduler {
     }
   }
 
-  /** The image's description, pulled first when needed (one pull per image at a time, progress in the app's log). */
-  private async image(app: string, image: string, release: number): Promise<Docker.ImageInspectInfo> {
-    const key = `${image}\n${release}`;
-    const mustPull = this.pullPolicy === 'always' && !this.pulledForRelease.has(key);
-    if (!mustPull) {
-      try {
-        return await this.docker.getImage(image).inspect();
-      } catch (error) {
-        if (engineStatus(error) !== 404) throw error;
-      }
-    }
-    let pull = this.pulls.get(image);
-    if (!pull) {
-      pull = this.pull(app, image).finally(() => this.pulls.delete(image));
-      this.pulls.set(image, pull);
-    }
-    await pull;
-    this.pulledForRelease.add(key);
-    return this.docker.getImage(image).inspect();
-  }
-
-  private async pull(app: string, image: string): Promise<void> {
-    this.event(app, `pulling image ${image}`);
-    let stream: NodeJS.ReadableStream;
-    try {
-      stream = (await this.docker.pull(image)) as NodeJS.ReadableStream;
-    } catch (error) {
-      throw pullFailure(image, error);
-    }
-    const seen = new Set<string>();
-    await new Promise<void>((resolve, reject) => {
-      let failure: string | null = null;
-      this.docker.modem.followProgress(
-        stream,
-        (error: Error | null) => {
-          if (error) reject(pullFailure(image, error));
-          else if (failure !== null) reject(pullFailure(image, new Error(failure)));
-          else resolve();
-        },
-        (event: { status?: string; id?: string; error?: string; errorDetail?: { message?: string }; progressDetail?: { total?: number } }) => {
-          if (event.error) {
-            failure = event.errorDetail?.message ?? event.error;
-            return;
-          }
-          // Byte counters would flood the log: one line per layer and status.
-          if (!event.status || event.progressDetail?.total) return;
-          const line = event.id ? `${event.id}: ${event.status}` : event.status;
-          if (seen.has(line)) return;
-          seen.add(line);
-          this.event(app, `pull ${image}: ${line}`);
-        },
-      );
-    });
-  }
-
   /** Creates, starts and watches a fresh engine container for the spec; resolves once it is up. */
   private async launch(managed: Managed): Promise<void> {
     const { spec } = managed;
     managed.state = 'created';
     managed.lastLine = null;
     await this.removeEngineContainer(managed);
-    const image = await this.image(spec.app, spec.image, spec.release);
+    const image = await this.images.inspect(spec.app, spec.image, spec.release);
     if (managed.stopping) throw new Error('it was stopped before it was up');
-    const config = image.Config as { Cmd?: string[] | null; Entrypoint?: string[] | string | null } | undefined;
-    if (spec.command === null && !config?.Cmd?.length && !config?.Entrypoint?.length) {
-      throw new Error(`the image ${spec.image} has no command (CMD or ENTRYPOINT) and the build has no Procfile entry for ${spec.type}`);
-    }
-    managed.port = this.portFor(spec.env, image);
+    assertRunnable(image, spec.image, spec.command, spec.type);
+    managed.port = containerPortFor(spec.env, image);
     await this.removeByName(containerName(spec.id));
     const container = await this.docker.createContainer({
       name: containerName(spec.id),
       Image: spec.image,
       ...(spec.command === null ? {} : { Entrypoint: ['/bin/sh', '-c'], Cmd: [spec.command] }),
-      Env: environment(spec.env, managed.port),
+      Env: environmentList(spec.env, managed.port),
       User: this.user,
       Labels: {
         [LABELS.instance]: this.instance,
@@ -555,22 +485,10 @@ export class DockerScheduler implements Scheduler {
     const watch = new AbortController();
     managed.watch = watch;
     const source = `${spec.app}[${spec.type}.${spec.num}]`;
-    const lines: Record<OutputStream, LineSplitter> = { stdout: new LineSplitter(), stderr: new LineSplitter() };
-    const emit = (line: string): void => {
+    const stream = (await container.logs({ follow: true, stdout: true, stderr: true, since, abortSignal: watch.signal })) as unknown as Readable;
+    managed.logsEnded = followLines(stream, (_which, line) => {
       managed.lastLine = line;
       this.log.write(spec.app, source, line);
-    };
-    const stream = (await container.logs({ follow: true, stdout: true, stderr: true, since, abortSignal: watch.signal })) as unknown as Readable;
-    const demux = new FrameDemultiplexer((which, payload) => lines[which].push(payload).forEach(emit));
-    stream.on('data', (chunk: Buffer) => demux.push(chunk));
-    managed.logsEnded = new Promise<void>((done) => {
-      const end = (): void => {
-        [...lines.stdout.end(), ...lines.stderr.end()].forEach(emit);
-        done();
-      };
-      stream.once('end', end);
-      stream.once('close', end);
-      stream.once('error', end);
     });
     watch.signal.addEventListener('abort', () => stream.destroy(), { once: true });
     const engineId = container.id;
@@ -637,9 +555,7 @@ export class DockerScheduler implements Scheduler {
   }
 
   private lastOutput(managed: Managed): string {
-    const line = managed.lastLine?.trim();
-    if (!line) return '';
-    return `; last output: ${line.length > 200 ? `${line.slice(0, 200)}…` : line}`;
+    return lastOutputNote(managed.lastLine);
   }
 
   /** The engine container of an `up` container exited by itself: a crash, restarted after the back-off. */
@@ -733,24 +649,9 @@ export class DockerScheduler implements Scheduler {
     }
   }
 
-  /** The port the app listens on inside its container: config PORT, else the image's lowest exposed TCP port, else 5000. */
-  private portFor(env: Record<string, string>, image: Docker.ImageInspectInfo): number {
-    const configured = Number(env.PORT);
-    if (Number.isInteger(configured) && configured > 0 && configured < 65536) return configured;
-    const exposed = Object.keys((image.Config as { ExposedPorts?: Record<string, unknown> } | undefined)?.ExposedPorts ?? {})
-      .filter((p) => p.endsWith('/tcp'))
-      .map((p) => Number(p.split('/')[0]))
-      .filter((p) => Number.isInteger(p) && p > 0)
-      .sort((a, b) => a - b);
-    return exposed[0] ?? DEFAULT_CONTAINER_PORT;
-  }
-
   /** The engine's settings of a container; the app's memory and cpu, or the defaults when it sets none (one-off commands: the defaults). */
   private hostConfig(ownMemory: string | null, ownCpu: number | null): Docker.HostConfig {
-    const memory = ownMemory ?? this.defaultMemory;
-    const cpu = ownCpu === null || ownCpu === 0 ? this.defaultCpu : ownCpu;
-    const bytes = memoryLimitBytes(memory);
-    const nanoCpus = nanoCpusForShares(cpu);
+    const { memoryBytes: bytes, nanoCpus, cpuShares: cpu } = containerLimits(ownMemory, ownCpu, { memory: this.defaultMemory, cpu: this.defaultCpu });
     return {
       NetworkMode: this.network,
       CapDrop: ['ALL'],
@@ -768,14 +669,14 @@ export class DockerScheduler implements Scheduler {
 
   /** Everything a container is created from, as a digest: only an identical container is adopted. */
   private digest(spec: ContainerSpec): string {
-    const what = JSON.stringify([
+    return digestOf([
       spec.app,
       spec.type,
       spec.num,
       spec.release,
       spec.image,
       spec.command,
-      Object.entries(spec.env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+      sortedEntries(spec.env),
       spec.memory,
       spec.cpu,
       this.user,
@@ -785,7 +686,6 @@ export class DockerScheduler implements Scheduler {
       this.defaultMemory,
       this.defaultCpu,
     ]);
-    return createHash('sha256').update(what).digest('hex');
   }
 
   private event(app: string, message: string): void {
@@ -798,10 +698,6 @@ export function containerName(id: string): string {
   return `svc-${id}`;
 }
 
-function environment(env: Record<string, string>, port: number): string[] {
-  return Object.entries({ ...env, PORT: String(port) }).map(([key, value]) => `${key}=${value}`);
-}
-
 function addressOn(info: Docker.ContainerInspectInfo, network: string): string | null {
   const address = info.NetworkSettings.Networks[network]?.IPAddress;
   return address ? address : null;
@@ -811,15 +707,4 @@ function describeExit(info: Docker.ContainerInspectInfo, memory: string | null):
   if (info.State.OOMKilled) return `was killed for exceeding its memory limit of ${memory ?? '?'} (out of memory)`;
   if (info.State.Error) return `failed: ${info.State.Error}`;
   return `exited with code ${info.State.ExitCode}`;
-}
-
-/** A failed pull as the deploy reports it: the request's fault (no such image) or the platform's (registry unreachable). */
-function pullFailure(image: string, error: unknown): Error {
-  const reason = engineReason(error);
-  const status = engineStatus(error);
-  const message = `pulling ${image} failed: ${reason}`;
-  if (status === 400 || status === 404 || /not found|manifest unknown|does not exist|invalid reference|repository name must/i.test(reason)) {
-    return new ImageNotFound(message);
-  }
-  return new Error(message);
 }

@@ -1,5 +1,8 @@
-import Docker from 'dockerode';
+import { createHash } from 'node:crypto';
+import type { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
+import Docker from 'dockerode';
+import { memoryLimitBytes } from '@svc/core';
 
 /** The engine's default address when DOCKER_HOST is unset. */
 export const DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock';
@@ -191,4 +194,86 @@ const MIN_NANO_CPUS = 10_000_000;
 export function nanoCpusForShares(shares: number | null): number | null {
   if (shares === null || !Number.isFinite(shares) || shares <= 0) return null;
   return Math.max(MIN_NANO_CPUS, Math.round((shares / SHARES_PER_CPU) * 1e9));
+}
+
+/** The limits of one container: the app's memory and cpu, or the scheduler's defaults when it sets none. */
+export interface ContainerLimits {
+  /** Hard memory limit in bytes; null for none. */
+  memoryBytes: number | null;
+  /** CPU cap in billionths of a CPU; null for none. */
+  nanoCpus: number | null;
+  /** The CPU shares the cap was made from (1024 = one CPU); null for none. */
+  cpuShares: number | null;
+}
+
+/**
+ * The limits of a container whose app sets `memory` and `cpu` (null: none set), falling back
+ * to the scheduler's defaults (null: no limit).
+ * @throws ValidationFailed (from the core) when a memory value is not a size.
+ */
+export function containerLimits(memory: string | null, cpu: number | null, defaults: { memory: string | null; cpu: number | null }): ContainerLimits {
+  const shares = cpu === null || cpu === 0 ? defaults.cpu : cpu;
+  return { memoryBytes: memoryLimitBytes(memory ?? defaults.memory), nanoCpus: nanoCpusForShares(shares), cpuShares: shares };
+}
+
+/** A container's environment in the engine's `KEY=value` form, with the PORT it listens on. */
+export function environmentList(env: Record<string, string>, port: number): string[] {
+  return Object.entries({ ...env, PORT: String(port) }).map(([key, value]) => `${key}=${value}`);
+}
+
+/** The environment's entries in key order, so that a digest does not depend on the order they were set in. */
+export function sortedEntries(env: Record<string, string>): Array<[string, string]> {
+  return Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** A digest of everything an engine object is made from: only an identical one is adopted. */
+export function digestOf(parts: unknown[]): string {
+  return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
+}
+
+/** Resolves after `ms`. */
+export const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
+
+/** Waits for `promise` at most `ms` (its outcome is ignored), leaving no timer behind. */
+export async function waitAtMost(promise: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([promise.catch(() => undefined), new Promise<void>((done) => (timer = setTimeout(done, ms)))]);
+  clearTimeout(timer);
+}
+
+/** A duration for the app's log: `2.5 s`. */
+export const formatSeconds = (ms: number): string => `${Number((ms / 1000).toFixed(1))} s`;
+
+/**
+ * Follows the engine's multiplexed output stream (container or service logs, attach): calls
+ * `onFrame` with each frame's payload as it comes. Resolves when the stream ends, closes or fails.
+ */
+export function followFrames(stream: Readable, onFrame: (which: OutputStream, payload: Buffer) => void): Promise<void> {
+  const demux = new FrameDemultiplexer(onFrame);
+  stream.on('data', (chunk: Buffer) => demux.push(chunk));
+  return new Promise<void>((done) => {
+    stream.once('end', done);
+    stream.once('close', done);
+    stream.once('error', () => done());
+  });
+}
+
+/**
+ * Like {@link followFrames}, by lines: `onLine` gets each line of stdout and stderr, and the
+ * last unterminated ones at the end.
+ */
+export async function followLines(stream: Readable, onLine: (which: OutputStream, line: string) => void): Promise<void> {
+  const lines: Record<OutputStream, LineSplitter> = { stdout: new LineSplitter(), stderr: new LineSplitter() };
+  await followFrames(stream, (which, payload) => {
+    for (const line of lines[which].push(payload)) onLine(which, line);
+  });
+  for (const line of lines.stdout.end()) onLine('stdout', line);
+  for (const line of lines.stderr.end()) onLine('stderr', line);
+}
+
+/** The last line of output, shortened, as the end of a failure's reason; empty when there is none. */
+export function lastOutputNote(line: string | null): string {
+  const text = line?.trim();
+  if (!text) return '';
+  return `; last output: ${text.length > 200 ? `${text.slice(0, 200)}…` : text}`;
 }

@@ -1,13 +1,13 @@
 /*
  * The Docker Engine adapter: a scheduler running each container of a release as an engine
- * container, and an image builder for git pushes, sharing one engine client.
+ * container, a scheduler running each process type as a Swarm service, and an image builder
+ * for git pushes, sharing one engine client, its labels and its log demultiplexing.
  */
 export { APP_LABEL, APP_UID, APP_UUID_LABEL, DockerImageBuilder, type DockerImageBuilderOptions } from './image-builder';
 export { UnreadableReference, imageReferences } from './dockerfile-references';
+export { DEFAULT_CONTAINER_PORT, ImageNotFound } from './images';
 export {
-  DEFAULT_CONTAINER_PORT,
   DockerScheduler,
-  ImageNotFound,
   RUN_TIMEOUT_EXIT_CODE,
   SCHEDULER_LOG_SOURCE,
   containerName,
@@ -26,6 +26,7 @@ export {
   nanoCpusForShares,
   pingEngine,
 } from './engine';
+export { MEMBERS_LABEL, SWARM_LOG_SOURCE, SwarmScheduler, drainScript, healthScript, parseServiceLogLine, type SwarmSchedulerOptions } from './swarm-scheduler';
 export { guardChainName, guardHostFromBridge, unguardHostFromBridge } from './host-guard';
 /** The engine client type (dockerode's), for those that share one. */
 export type { default as Docker } from 'dockerode';

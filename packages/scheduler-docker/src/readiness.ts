@@ -41,11 +41,10 @@ export function httpStatus(url: string, timeoutMs: number): Promise<number | nul
 }
 
 /**
- * Where the health check of a container on host:port asks: HEALTHCHECK_URL is a path
- * (`/health`) or a URL whose path and query are used; the host is always the container.
- * Null when the value is empty.
+ * The path and query HEALTHCHECK_URL asks for: the value is a path (`/health`) or a URL whose
+ * path and query are used. Null when the value is empty.
  */
-export function healthcheckUrl(value: string | undefined, host: string, port: number): string | null {
+export function healthcheckPath(value: string | undefined): string | null {
   const text = value?.trim() ?? '';
   if (text === '') return null;
   let path = text;
@@ -57,6 +56,15 @@ export function healthcheckUrl(value: string | undefined, host: string, port: nu
       path = '/';
     }
   }
-  if (!path.startsWith('/')) path = `/${path}`;
+  return path.startsWith('/') ? path : `/${path}`;
+}
+
+/**
+ * Where the health check of a container on host:port asks (see {@link healthcheckPath}); the
+ * host is always the container. Null when the value is empty.
+ */
+export function healthcheckUrl(value: string | undefined, host: string, port: number): string | null {
+  const path = healthcheckPath(value);
+  if (path === null) return null;
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}${path}`;
 }

@@ -21,13 +21,13 @@ import { ForgeCertificateParser } from '@svc/certs-forge';
 import { FileLogStore } from '@svc/logs-file';
 import { MemoryScheduler } from '@svc/scheduler-memory';
 import { ProcessScheduler, type SandboxOptions } from '@svc/scheduler-process';
-import { DockerImageBuilder, DockerScheduler, createEngine, type Docker } from '@svc/scheduler-docker';
+import { DockerImageBuilder, DockerScheduler, SwarmScheduler, createEngine, type Docker, type SwarmSchedulerOptions } from '@svc/scheduler-docker';
 import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
 import { createHttpApp, type HttpLogger, type HttpOptions } from '@svc/http-express';
 import { GitServer } from '@svc/builder-git';
 import { AppRouter, RouterCluster, type AppRouterOptions, type LogLevel, type RequestObserver } from '@svc/router-http';
 import type { ControllerMetrics } from '@svc/metrics-prometheus';
-import type { DockerSettings, ImageBuildSettings, SchedulerKind } from './config';
+import type { DockerSettings, ImageBuildSettings, SchedulerKind, SwarmSettings } from './config';
 import { DrainingScheduler, LeavingContainers, PlatformRouteTable, StoredCertificates } from './routing';
 
 /** Any use case class: constructed from the core's dependencies. */
@@ -41,6 +41,7 @@ export const SERVER_TOKENS = Object.freeze({
   /** The Docker Engine client (dockerode), shared by everything that speaks to the engine. */
   DockerEngine: Symbol.for('svc.DockerEngine'),
   DockerScheduler: Symbol.for('svc.DockerScheduler'),
+  SwarmScheduler: Symbol.for('svc.SwarmScheduler'),
   Router: Symbol.for('svc.Router'),
   RouteTable: Symbol.for('svc.RouteTable'),
   LeavingContainers: Symbol.for('svc.LeavingContainers'),
@@ -62,8 +63,10 @@ export interface CompositionOptions {
   scheduler: SchedulerKind;
   /** How the process scheduler runs apps; required when `scheduler` is `process`. */
   processes?: ProcessSchedulerSetup;
-  /** How the Docker scheduler runs apps; required when `scheduler` is `docker`. */
+  /** How the Docker scheduler runs apps; required when `scheduler` is `docker` (and its DOCKER_* settings with `swarm`). */
   docker?: DockerSchedulerSetup;
+  /** How the Swarm scheduler runs apps; required when `scheduler` is `swarm`. */
+  swarm?: SwarmSettings;
   /** Wraps the scheduler in fault injection (tests and resilience drills); absent or null: off. */
   schedulerChaos?: ChaosOptions | null;
   settings: Settings;
@@ -154,6 +157,28 @@ export interface DockerSchedulerSetup extends DockerSettings {
   onWarning: (message: string) => void;
 }
 
+/** The Swarm scheduler's options from its settings and the DOCKER_* ones it shares. */
+function swarmOptions(docker: DockerSchedulerSetup, swarm: SwarmSettings): Omit<SwarmSchedulerOptions, 'docker' | 'logs' | 'clock' | 'onEndpointsChanged'> {
+  return {
+    instance: docker.instance,
+    prefix: swarm.prefix,
+    user: docker.user,
+    pidsLimit: docker.pidsLimit,
+    readonlyRootfs: docker.readonlyRootfs,
+    pullPolicy: docker.pullPolicy,
+    defaultMemory: docker.defaultMemory,
+    defaultCpu: docker.defaultCpu,
+    startTimeoutMs: docker.startTimeoutMs,
+    stopTimeoutMs: docker.stopTimeoutMs,
+    drainMs: swarm.drainMs,
+    healthIntervalMs: swarm.healthIntervalMs,
+    monitorMs: swarm.monitorMs,
+    updateTimeoutMs: swarm.updateTimeoutMs,
+    nodeAddresses: swarm.nodeAddresses,
+    onWarning: docker.onWarning,
+  };
+}
+
 const persistenceModule = (database: DatabaseHandle) =>
   new ContainerModule(({ bind }) => {
     bind<UnitOfWork>(TOKENS.UnitOfWork).toConstantValue(database.uow);
@@ -185,8 +210,21 @@ const schedulerModule = (
   chaos: ChaosOptions | null,
   processes: ProcessSchedulerSetup | undefined,
   docker: DockerSchedulerSetup | undefined,
+  swarm: SwarmSettings | undefined,
 ) =>
   new ContainerModule(({ bind }) => {
+    bind<SwarmScheduler>(SERVER_TOKENS.SwarmScheduler).toDynamicValue((ctx) => {
+      if (docker === undefined || swarm === undefined) throw new Error('The Swarm scheduler needs its setup (CompositionOptions.docker and .swarm)');
+      const leaving = ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers);
+      return new SwarmScheduler({
+        docker: ctx.get<Docker>(SERVER_TOKENS.DockerEngine),
+        logs: ctx.get<LogStore>(TOKENS.LogStore),
+        clock: ctx.get(TOKENS.Clock),
+        ...swarmOptions(docker, swarm),
+        // Swarm replaces and moves tasks by itself: the router hears of it at once.
+        onEndpointsChanged: () => void leaving.refreshRoutes().catch(() => undefined),
+      });
+    });
     bind<Docker>(SERVER_TOKENS.DockerEngine).toDynamicValue(() => createEngine(docker?.host ?? null));
     bind<DockerScheduler>(SERVER_TOKENS.DockerScheduler).toDynamicValue((ctx) => {
       if (docker === undefined) throw new Error('The Docker scheduler needs its setup (CompositionOptions.docker)');
@@ -230,6 +268,8 @@ const schedulerModule = (
             return ctx.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler);
           case 'docker':
             return ctx.get<DockerScheduler>(SERVER_TOKENS.DockerScheduler);
+          case 'swarm':
+            return ctx.get<SwarmScheduler>(SERVER_TOKENS.SwarmScheduler);
           case 'memory':
             return new MemoryScheduler();
         }
@@ -317,7 +357,7 @@ const httpModule = (options: CompositionOptions) =>
   });
 
 /**
- * The router sends app traffic to the web containers the process or Docker scheduler runs;
+ * The router sends app traffic to the web containers the process, Docker or Swarm scheduler runs;
  * with the memory scheduler every app answers 503. It runs in worker processes unless
  * `workers` is 0.
  */
@@ -329,7 +369,9 @@ const routerModule = (options: CompositionOptions) =>
           ? ctx.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler)
           : options.scheduler === 'docker'
             ? ctx.get<DockerScheduler>(SERVER_TOKENS.DockerScheduler)
-            : null;
+            : options.scheduler === 'swarm'
+              ? ctx.get<SwarmScheduler>(SERVER_TOKENS.SwarmScheduler)
+              : null;
       return new PlatformRouteTable(ctx.get<UnitOfWork>(TOKENS.UnitOfWork), options.settings.platformDomain, endpoints, {}, ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers));
     });
     bind<PlatformRouter>(SERVER_TOKENS.Router).toDynamicValue((ctx) => {
@@ -363,6 +405,8 @@ export function compose(options: CompositionOptions): {
   processScheduler: ProcessScheduler | null;
   /** The scheduler that runs Docker containers, when SCHEDULER=docker: its endpoints, adoption clean-up and shutdown. */
   dockerScheduler: DockerScheduler | null;
+  /** The scheduler that runs Swarm services, when SCHEDULER=swarm: its endpoints, adoption clean-up and shutdown. */
+  swarmScheduler: SwarmScheduler | null;
   useCases: UseCases;
   /** The git server, not yet listening, when `git` is given. */
   gitServer: GitServer | null;
@@ -377,7 +421,7 @@ export function compose(options: CompositionOptions): {
     cryptoModule(options.secretKey),
     parsersModule,
     logsModule(options.logDirectory, options.logStore),
-    schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes, options.docker),
+    schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes, options.docker, options.swarm),
     // The process scheduler runs checkouts: pushed commits are built into images for the others.
     imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null)),
     coreModule(options.settings, options.metrics?.collector),
@@ -392,6 +436,7 @@ export function compose(options: CompositionOptions): {
     scheduler: ((bound: Scheduler) => (bound instanceof DrainingScheduler ? bound.inner : bound))(container.get<Scheduler>(TOKENS.Scheduler)),
     processScheduler: options.scheduler === 'process' ? container.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler) : null,
     dockerScheduler: options.scheduler === 'docker' ? container.get<DockerScheduler>(SERVER_TOKENS.DockerScheduler) : null,
+    swarmScheduler: options.scheduler === 'swarm' ? container.get<SwarmScheduler>(SERVER_TOKENS.SwarmScheduler) : null,
     useCases: container.get<UseCases>(TOKENS.UseCases),
     gitServer: options.git ? container.get<GitServer>(SERVER_TOKENS.GitServer) : null,
     router: container.get<PlatformRouter>(SERVER_TOKENS.Router),

@@ -5,7 +5,7 @@ import type { SandboxOptions } from '@svc/scheduler-process';
 import { dockerHostOptions } from '@svc/scheduler-docker';
 
 /** Which scheduler runs containers. */
-export type SchedulerKind = 'process' | 'memory' | 'docker';
+export type SchedulerKind = 'process' | 'memory' | 'docker' | 'swarm';
 
 /** How the Docker scheduler runs apps (SCHEDULER=docker, or picked when SCHEDULER is unset). */
 export interface DockerSettings {
@@ -31,6 +31,27 @@ export interface DockerSettings {
   defaultMemory: string | null;
   /** DOCKER_DEFAULT_CPU: the CPU limit (1024 = one CPU) of containers whose app sets none, and of `run`; null for none. */
   defaultCpu: number | null;
+}
+
+/**
+ * How the Swarm scheduler runs apps (SCHEDULER=swarm), besides the DOCKER_* settings it shares
+ * with the Docker scheduler (DOCKER_HOST names a manager of the swarm).
+ */
+export interface SwarmSettings {
+  /** SWARM_SERVICE_PREFIX: services are named `<prefix>-<app>-<type>`. */
+  prefix: string;
+  /** SWARM_DRAIN_SECONDS, in ms: how long a replaced web task keeps serving while the router drops it. */
+  drainMs: number;
+  /** SWARM_HEALTH_INTERVAL_SECONDS, in ms: how often the health check of a web task runs. */
+  healthIntervalMs: number;
+  /** SWARM_UPDATE_MONITOR_SECONDS, in ms: how long Swarm watches each updated task for a failure. */
+  monitorMs: number;
+  /** SWARM_UPDATE_TIMEOUT_SECONDS, in ms: the longest rolling update or rollback of one service. */
+  updateTimeoutMs: number;
+  /** SWARM_NODE_ADDRESSES: the address the router uses for a node, by node hostname or id (others: the node's own). */
+  nodeAddresses: Record<string, string>;
+  /** REGISTRY: where pushed builds go for every node to pull them; null when unset (only `image` deploys then). */
+  registry: string | null;
 }
 
 /** How the process scheduler runs apps (SCHEDULER=process). */
@@ -128,6 +149,7 @@ export interface ServerConfig {
   scheduler: SchedulerKind | 'auto';
   processes: ProcessSettings;
   docker: DockerSettings;
+  swarm: SwarmSettings;
   /** Fault injection around the scheduler (`SCHEDULER_CHAOS`); null when off. */
   schedulerChaos: ChaosOptions | null;
   apiVersion: ApiVersion;
@@ -277,9 +299,13 @@ const IMAGE_REFERENCE = /^[a-z0-9]+([._/-][a-z0-9]+)*(:[0-9]{1,5}\/[a-z0-9]+([._
  */
 function imageBuilds(env: Env): ImageBuildSettings | null {
   const scheduler = text(env, 'SCHEDULER', 'auto');
-  const fallback = scheduler === 'docker' || scheduler === 'auto' ? 'docker' : 'none';
+  const fallback = scheduler === 'docker' || scheduler === 'swarm' || scheduler === 'auto' ? 'docker' : 'none';
   const chosen = oneOf(env, 'IMAGE_BUILDER', fallback, ['docker', 'none'] as const);
   if (chosen === 'none') return null;
+  // The nodes of a swarm run what they pull: a build only on the controller's engine would not start elsewhere.
+  if (scheduler === 'swarm' && text(env, 'REGISTRY', '') === '') {
+    throw new ConfigError('REGISTRY', 'must be set with SCHEDULER=swarm and image builds: every node pulls the built images from it (host:port of a registry they all reach), or set IMAGE_BUILDER=none');
+  }
   if (scheduler === 'process') {
     throw new ConfigError('IMAGE_BUILDER', 'cannot be docker with SCHEDULER=process: the process scheduler runs checkouts, not images');
   }
@@ -389,6 +415,28 @@ function docker(env: Env): DockerSettings {
     guardHost: flag(env, 'DOCKER_HOST_GUARD', true),
     defaultMemory: defaultMemory(env),
     defaultCpu: ((shares) => (shares === 0 ? null : shares))(integer(env, 'DOCKER_DEFAULT_CPU', 1024, 0, 1024 * 1024)),
+  };
+}
+
+/** The SWARM_* settings (SCHEDULER=swarm). */
+function swarm(env: Env): SwarmSettings {
+  const prefix = text(env, 'SWARM_SERVICE_PREFIX', 'svc');
+  if (!/^[a-zA-Z0-9][a-zA-Z0-9-]{0,19}$/.test(prefix)) throw new ConfigError('SWARM_SERVICE_PREFIX', `must be up to 20 letters, digits or dashes, got "${prefix}"`);
+  const nodeAddresses: Record<string, string> = {};
+  for (const entry of text(env, 'SWARM_NODE_ADDRESSES', '').split(',').map((e) => e.trim()).filter((e) => e !== '')) {
+    const match = /^([A-Za-z0-9][A-Za-z0-9_.-]*)=([0-9a-fA-F:.]+|[A-Za-z0-9][A-Za-z0-9.-]*)$/.exec(entry);
+    if (!match) throw new ConfigError('SWARM_NODE_ADDRESSES', `must be node=address pairs separated by commas (node: hostname or id), got "${entry}"`);
+    nodeAddresses[match[1] as string] = match[2] as string;
+  }
+  const registry = text(env, 'REGISTRY', '');
+  return {
+    prefix,
+    drainMs: integer(env, 'SWARM_DRAIN_SECONDS', 3, 0, 600) * 1000,
+    healthIntervalMs: integer(env, 'SWARM_HEALTH_INTERVAL_SECONDS', 2, 1, 600) * 1000,
+    monitorMs: integer(env, 'SWARM_UPDATE_MONITOR_SECONDS', 3, 0, 3600) * 1000,
+    updateTimeoutMs: integer(env, 'SWARM_UPDATE_TIMEOUT_SECONDS', 300, 10, 24 * 3600) * 1000,
+    nodeAddresses,
+    registry: registry === '' ? null : registry,
   };
 }
 
@@ -510,7 +558,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     dbPoolSize: integer(env, 'DB_POOL_SIZE', 10, 1, 500),
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 30000, 0, 3600000),
     dbConnectRetries: integer(env, 'DB_CONNECT_RETRIES', 10, 0, 1000),
-    scheduler: oneOf<SchedulerKind | 'auto'>(env, 'SCHEDULER', 'auto', ['auto', 'process', 'docker', 'memory']),
+    scheduler: oneOf<SchedulerKind | 'auto'>(env, 'SCHEDULER', 'auto', ['auto', 'process', 'docker', 'swarm', 'memory']),
     processes: {
       portRange: portRange(env),
       healthcheckTimeoutMs: integer(env, 'HEALTHCHECK_TIMEOUT', 30, 1, 3600) * 1000,
@@ -518,6 +566,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
       sandbox: sandbox(env),
     },
     docker: docker(env),
+    swarm: swarm(env),
     schedulerChaos: chaos(env),
     apiVersion: oneOf<ApiVersion>(env, 'SVC_API_VERSION', '1.7', API_VERSIONS),
     secretKey,

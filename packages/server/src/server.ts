@@ -8,7 +8,7 @@ import { generateSecretKey } from '@svc/crypto-node';
 import { httpServerOptions, limitConnections, timeoutOptions } from '@svc/http-express';
 import { createDatabase, type Database } from '@svc/persistence-typeorm';
 import type { ProcessScheduler, SandboxStatus } from '@svc/scheduler-process';
-import { createEngine, pingEngine, type DockerScheduler } from '@svc/scheduler-docker';
+import { createEngine, pingEngine, type DockerScheduler, type SwarmScheduler } from '@svc/scheduler-docker';
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
 import { ControllerMetrics, createRouterMetrics } from '@svc/metrics-prometheus';
 import { compose, type GitSetup, type PlatformRouter } from './composition';
@@ -28,6 +28,8 @@ export interface RunningServer {
   processScheduler: ProcessScheduler | null;
   /** With SCHEDULER=docker (or picked), the scheduler that runs the apps' containers on the engine; else null. */
   dockerScheduler: DockerScheduler | null;
+  /** With SCHEDULER=swarm, the scheduler that runs the apps as services of the swarm DOCKER_HOST manages; else null. */
+  swarmScheduler: SwarmScheduler | null;
   /** The scheduler in use: SCHEDULER, or the one picked when it is unset. */
   schedulerKind: SchedulerKind;
   /** The port of the git SSH server (`git push` deploys); null when GIT_SSH_PORT is `off`. */
@@ -249,7 +251,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
       })
     : null;
   const routerMetrics = metrics === null ? null : createRouterMetrics(metrics.registry);
-  const { app, scheduler, processScheduler, dockerScheduler, useCases, gitServer, router, routeTable } = compose({
+  const { app, scheduler, processScheduler, dockerScheduler, swarmScheduler, useCases, gitServer, router, routeTable } = compose({
     database,
     secretKey,
     logDirectory: join(dataDir, 'logs'),
@@ -261,8 +263,9 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
       hostPortsAllowed: [config.routerPort, config.routerTlsPort].filter((port): port is number => port !== null && port > 0),
       startTimeoutMs: config.processes.healthcheckTimeoutMs,
       stopTimeoutMs: config.processes.stopTimeoutMs,
-      onWarning: (message) => logger.warn({ scheduler: 'docker' }, message),
+      onWarning: (message) => logger.warn({ scheduler: schedulerKind }, message),
     },
+    swarm: config.swarm,
     processes: {
       dataDir,
       portRange: config.processes.portRange,
@@ -310,6 +313,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     await processScheduler?.shutdown();
     // The apps' engine containers keep running: the next controller process adopts them.
     await dockerScheduler?.shutdown();
+    await swarmScheduler?.shutdown();
   };
 
   // Leftovers of an earlier controller process that was killed go before any port is bound.
@@ -336,14 +340,15 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   // process can clean up once it expires: look for such leases once per lease period.
   const sweep = shared ? setInterval(() => void sweepDeploys(useCases, logger), config.settings.deployLeaseSeconds * 1000) : null;
   sweep?.unref();
-  if (dockerScheduler !== null) {
+  const engineScheduler = dockerScheduler ?? swarmScheduler;
+  if (engineScheduler !== null) {
     // Containers still running from the previous controller process are adopted as they are
     // (same spec: not restarted); then those the controller no longer records are removed.
     try {
-      await dockerScheduler.prepare();
+      await engineScheduler.prepare();
       const { restored } = await useCases.restoreContainers.execute();
-      const reaped = await dockerScheduler.reapOrphans();
-      logger.info({ restored, reaped }, 'restored the apps\' containers on the Docker engine');
+      const reaped = await engineScheduler.reapOrphans();
+      logger.info({ restored, reaped }, `restored the apps' containers on the ${swarmScheduler === null ? 'Docker engine' : 'swarm'}`);
     } catch (error) {
       await stopProcesses();
       await database.close();
@@ -440,5 +445,5 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     })();
     return closing;
   };
-  return { url, port: address.port, close, scheduler, processScheduler, dockerScheduler, schedulerKind, gitPort, routerPort, routerTlsPort, sandbox };
+  return { url, port: address.port, close, scheduler, processScheduler, dockerScheduler, swarmScheduler, schedulerKind, gitPort, routerPort, routerTlsPort, sandbox };
 }

@@ -98,7 +98,23 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ DOCKER_USER: '0' })).toThrow(/^DOCKER_USER: .*other than root/);
     expect(() => loadConfig({ DOCKER_USER: '1000:0' })).toThrow(/^DOCKER_USER: /);
     expect(() => loadConfig({ DOCKER_BRIDGE: 'a-bridge-name-too-long' })).toThrow(/^DOCKER_BRIDGE: /);
-    expect(() => loadConfig({ SCHEDULER: 'kubernetes' })).toThrow(/^SCHEDULER: must be one of auto, process, docker, memory/);
+    expect(() => loadConfig({ SCHEDULER: 'kubernetes' })).toThrow(/^SCHEDULER: must be one of auto, process, docker, swarm, memory/);
+  });
+
+  it('reads the Swarm scheduler settings, and requires a registry for its image builds', () => {
+    const swarm = loadConfig({ SCHEDULER: 'swarm', REGISTRY: '10.0.0.2:5000' });
+    expect(swarm).toMatchObject({
+      scheduler: 'swarm',
+      swarm: { prefix: 'svc', drainMs: 3000, healthIntervalMs: 2000, monitorMs: 3000, updateTimeoutMs: 300_000, nodeAddresses: {}, registry: '10.0.0.2:5000' },
+    });
+    expect(swarm.imageBuilds).not.toBeNull();
+    expect(
+      loadConfig({ SCHEDULER: 'swarm', IMAGE_BUILDER: 'none', SWARM_SERVICE_PREFIX: 'apps', SWARM_DRAIN_SECONDS: '5', SWARM_NODE_ADDRESSES: 'node-a=10.0.0.2, 4f6b2c=10.0.0.3' }).swarm,
+    ).toMatchObject({ prefix: 'apps', drainMs: 5000, nodeAddresses: { 'node-a': '10.0.0.2', '4f6b2c': '10.0.0.3' }, registry: null });
+    expect(() => loadConfig({ SCHEDULER: 'swarm' })).toThrow(/^REGISTRY: must be set with SCHEDULER=swarm/);
+    expect(() => loadConfig({ SWARM_NODE_ADDRESSES: 'node-a' })).toThrow(/^SWARM_NODE_ADDRESSES: /);
+    expect(() => loadConfig({ SWARM_SERVICE_PREFIX: 'no_underscores' })).toThrow(/^SWARM_SERVICE_PREFIX: /);
+    expect(() => loadConfig({ SWARM_DRAIN_SECONDS: '-1' })).toThrow(/^SWARM_DRAIN_SECONDS: /);
   });
 
   it('accepts the memory scheduler, which the e2e suites and load tests use', () => {

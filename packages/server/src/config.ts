@@ -428,7 +428,6 @@ function swarm(env: Env): SwarmSettings {
     if (!match) throw new ConfigError('SWARM_NODE_ADDRESSES', `must be node=address pairs separated by commas (node: hostname or id), got "${entry}"`);
     nodeAddresses[match[1] as string] = match[2] as string;
   }
-  const registry = text(env, 'REGISTRY', '');
   return {
     prefix,
     drainMs: integer(env, 'SWARM_DRAIN_SECONDS', 3, 0, 600) * 1000,
@@ -436,7 +435,7 @@ function swarm(env: Env): SwarmSettings {
     monitorMs: integer(env, 'SWARM_UPDATE_MONITOR_SECONDS', 3, 0, 3600) * 1000,
     updateTimeoutMs: integer(env, 'SWARM_UPDATE_TIMEOUT_SECONDS', 300, 10, 24 * 3600) * 1000,
     nodeAddresses,
-    registry: registry === '' ? null : registry,
+    registry: registrySetting(env),
   };
 }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { BatchedLogWriter, memoryLimitBytes, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
+import { memoryLimitBytes, type BatchedLogWriter, type ContainerSpec, type ContainerState, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
 import {
   CappedOutput,
   LABELS,
@@ -19,23 +19,15 @@ import {
   waitAtMost,
 } from './engine';
 import { guardHostFromBridge } from './host-guard';
-import { DEFAULT_CONTAINER_PORT, ImageNotFound, ImagePuller, assertRunnable, containerPortFor } from './images';
+import { SCHEDULER_LOG_SOURCE, engineScheduling, type EngineScheduling, type EngineSchedulerOptions } from './options';
+import { DEFAULT_CONTAINER_PORT, ImageNotFound, assertRunnable, containerPortFor } from './images';
 import { acceptsConnections, healthcheckUrl, httpStatus } from './readiness';
 
-/** The source of the lines the scheduler itself writes to an app's log. */
-export const SCHEDULER_LOG_SOURCE = 'svc[scheduler]';
 /** The exit code reported for a one-off command stopped by its timeout (as `timeout(1)` does). */
 export const RUN_TIMEOUT_EXIT_CODE = 124;
 
 /** How a DockerScheduler isolates and supervises containers. */
-export interface DockerSchedulerOptions {
-  /** The engine client (shared with the image builder). */
-  docker: Docker;
-  /** Where container output, pull progress and the scheduler's own events go. */
-  logs: Pick<LogStore, 'append'>;
-  clock?: Clock;
-  /** Names this controller on the engine (label `svc.instance`): containers of another instance are never touched. Default `default`. */
-  instance?: string;
+export interface DockerSchedulerOptions extends EngineSchedulerOptions {
   /** The platform's network every container joins. Default `svc-apps`. */
   network?: string;
   /** The Linux bridge of that network when the scheduler creates it (at most 15 characters). Default `svc-apps0`. */
@@ -47,29 +39,6 @@ export interface DockerSchedulerOptions {
   guardHost?: boolean;
   /** Host ports containers may still open connections to (the router's, for app-to-app calls). */
   hostPortsAllowed?: number[];
-  /** Called with what the operator should know (a guard that could not be installed, a network without isolation). */
-  onWarning?: (message: string) => void;
-  /** `uid[:gid]` every container runs as, whatever the image says. Default `65534:65534` (nobody). */
-  user?: string;
-  /** Most processes and threads in one container. Default 256. */
-  pidsLimit?: number;
-  /** Mount the image's root file system read-only (with a writable /tmp). Default false. */
-  readonlyRootfs?: boolean;
-  /**
-   * The memory limit of containers whose app sets none, and of one-off commands (e.g. `1G`).
-   * Default `1G`; null: none (a container may then take all the host's memory).
-   */
-  defaultMemory?: string | null;
-  /** The CPU limit (shares, 1024 = one CPU) of containers whose app sets none, and of one-off commands. Default 1024; null: none. */
-  defaultCpu?: number | null;
-  /** `missing`: pull only images the engine does not have (default); `always`: pull before every release's first container. */
-  pullPolicy?: 'missing' | 'always';
-  /** How long a `web` container has to accept connections on PORT (or answer HEALTHCHECK_URL 2xx). Default 30000. */
-  startTimeoutMs?: number;
-  /** How long a container of another type must keep running to count as up. Default 1000. */
-  settleMs?: number;
-  /** Seconds from SIGTERM to SIGKILL when a container stops, in ms. Default 10000. */
-  stopTimeoutMs?: number;
   /** Back-off of crash restarts. */
   backoff?: { initialMs?: number; maxMs?: number; resetAfterMs?: number };
   /** How often readiness is checked while a container starts. Default 100. */
@@ -108,7 +77,6 @@ interface Managed {
 }
 
 const messageOf = (error: unknown): string => engineReason(error);
-const systemClock: Clock = { now: () => new Date() };
 
 /**
  * A scheduler that runs each container of a release as a Docker Engine container of the
@@ -119,47 +87,26 @@ const systemClock: Clock = { now: () => new Date() };
 export class DockerScheduler implements Scheduler {
   private readonly docker: Docker;
   private readonly log: BatchedLogWriter;
-  private readonly instance: string;
+  private readonly base: EngineScheduling;
   private readonly network: string;
   private readonly bridge: string;
   private readonly guard: boolean;
   private readonly hostPortsAllowed: number[];
-  private readonly warn: (message: string) => void;
-  private readonly user: string;
-  private readonly pidsLimit: number;
-  private readonly readonlyRootfs: boolean;
-  private readonly defaultMemory: string | null;
-  private readonly defaultCpu: number | null;
-  private readonly startTimeoutMs: number;
-  private readonly settleMs: number;
-  private readonly stopTimeoutMs: number;
   private readonly backoff: { initialMs: number; maxMs: number; resetAfterMs: number };
   private readonly probeIntervalMs: number;
   private readonly containers = new Map<string, Managed>();
   private readonly runs = new Map<string, Docker.Container>();
-  private readonly images: ImagePuller;
   private prepared: Promise<void> | null = null;
   private closing: Promise<void> | null = null;
 
   constructor(options: DockerSchedulerOptions) {
-    this.docker = options.docker;
-    this.log = new BatchedLogWriter(options.logs, options.clock ?? systemClock);
-    this.instance = options.instance ?? 'default';
+    this.base = engineScheduling(options);
+    this.docker = this.base.docker;
+    this.log = this.base.log;
     this.network = options.network ?? 'svc-apps';
     this.bridge = options.bridge ?? 'svc-apps0';
     this.guard = options.guardHost ?? true;
     this.hostPortsAllowed = options.hostPortsAllowed ?? [];
-    this.warn = options.onWarning ?? (() => undefined);
-    this.user = options.user ?? '65534:65534';
-    this.pidsLimit = options.pidsLimit ?? 256;
-    this.readonlyRootfs = options.readonlyRootfs ?? false;
-    this.images = new ImagePuller(this.docker, options.pullPolicy ?? 'missing', (app, message) => this.event(app, message));
-    this.defaultMemory = options.defaultMemory === undefined ? '1G' : options.defaultMemory;
-    memoryLimitBytes(this.defaultMemory);
-    this.defaultCpu = options.defaultCpu === undefined ? 1024 : options.defaultCpu;
-    this.startTimeoutMs = options.startTimeoutMs ?? 30_000;
-    this.settleMs = options.settleMs ?? 1000;
-    this.stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
     this.backoff = {
       initialMs: options.backoff?.initialMs ?? 1000,
       maxMs: options.backoff?.maxMs ?? 60_000,
@@ -255,7 +202,7 @@ export class DockerScheduler implements Scheduler {
   async run(spec: RunSpec): Promise<RunResult> {
     this.assertOpen();
     await this.prepare();
-    const image = await this.images.inspect(spec.app, spec.image, spec.release);
+    const image = await this.base.images.inspect(spec.app, spec.image, spec.release);
     const name = `svc-run-${randomUUID()}`;
     const port = containerPortFor(spec.env, image);
     const created = await this.docker.createContainer({
@@ -264,8 +211,8 @@ export class DockerScheduler implements Scheduler {
       Entrypoint: ['/bin/sh', '-c'],
       Cmd: [spec.command],
       Env: environmentList(spec.env, port),
-      User: this.user,
-      Labels: { [LABELS.instance]: this.instance, [LABELS.app]: spec.app, [LABELS.type]: 'run', [LABELS.release]: String(spec.release) },
+      User: this.base.user,
+      Labels: { [LABELS.instance]: this.base.instance, [LABELS.app]: spec.app, [LABELS.type]: 'run', [LABELS.release]: String(spec.release) },
       AttachStdout: true,
       AttachStderr: true,
       Tty: false,
@@ -325,7 +272,7 @@ export class DockerScheduler implements Scheduler {
    * with how many it removed.
    */
   async reapOrphans(): Promise<number> {
-    const listed = await this.docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${this.instance}`] } });
+    const listed = await this.docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${this.base.instance}`] } });
     const known = new Set([...this.containers.values()].map((c) => c.engineId));
     let reaped = 0;
     for (const info of listed) {
@@ -380,7 +327,7 @@ export class DockerScheduler implements Scheduler {
           Driver: 'bridge',
           CheckDuplicate: true,
           Options: { 'com.docker.network.bridge.enable_icc': 'false', 'com.docker.network.bridge.name': this.bridge },
-          Labels: { [LABELS.instance]: this.instance },
+          Labels: { [LABELS.instance]: this.base.instance },
         });
       } catch (error) {
         // Another controller created it meanwhile.
@@ -390,20 +337,20 @@ export class DockerScheduler implements Scheduler {
     }
     const options = network.Options ?? {};
     if (options['com.docker.network.bridge.enable_icc'] !== 'false') {
-      this.warn(`the network ${this.network} lets containers reach each other (com.docker.network.bridge.enable_icc is not false): remove it and let the scheduler create it`);
+      this.base.warn(`the network ${this.network} lets containers reach each other (com.docker.network.bridge.enable_icc is not false): remove it and let the scheduler create it`);
     }
     const bridge = options['com.docker.network.bridge.name'] ?? `br-${network.Id.slice(0, 12)}`;
     if (this.guard) {
       try {
         await guardHostFromBridge(bridge, this.hostPortsAllowed);
       } catch (error) {
-        this.warn(
+        this.base.warn(
           `containers on ${this.network} can reach this host's services bound to all addresses through ${bridge}: ` +
             `the iptables guard could not be installed (${messageOf(error)}); see docs/security.md`,
         );
       }
     } else {
-      this.warn(`the host guard is off: containers on ${this.network} can reach this host's services bound to all addresses; see docs/security.md`);
+      this.base.warn(`the host guard is off: containers on ${this.network} can reach this host's services bound to all addresses; see docs/security.md`);
     }
   }
 
@@ -413,7 +360,7 @@ export class DockerScheduler implements Scheduler {
     managed.state = 'created';
     managed.lastLine = null;
     await this.removeEngineContainer(managed);
-    const image = await this.images.inspect(spec.app, spec.image, spec.release);
+    const image = await this.base.images.inspect(spec.app, spec.image, spec.release);
     if (managed.stopping) throw new Error('it was stopped before it was up');
     assertRunnable(image, spec.image, spec.command, spec.type);
     managed.port = containerPortFor(spec.env, image);
@@ -423,9 +370,9 @@ export class DockerScheduler implements Scheduler {
       Image: spec.image,
       ...(spec.command === null ? {} : { Entrypoint: ['/bin/sh', '-c'], Cmd: [spec.command] }),
       Env: environmentList(spec.env, managed.port),
-      User: this.user,
+      User: this.base.user,
       Labels: {
-        [LABELS.instance]: this.instance,
+        [LABELS.instance]: this.base.instance,
         [LABELS.app]: spec.app,
         [LABELS.type]: spec.type,
         [LABELS.num]: String(spec.num),
@@ -464,7 +411,7 @@ export class DockerScheduler implements Scheduler {
       throw error;
     }
     const labels = info.Config.Labels ?? {};
-    if (!info.State.Running || labels[LABELS.instance] !== this.instance || labels[LABELS.spec] !== managed.digest) return false;
+    if (!info.State.Running || labels[LABELS.instance] !== this.base.instance || labels[LABELS.spec] !== managed.digest) return false;
     const address = addressOn(info, this.network);
     const port = Number(Object.keys(info.Config.ExposedPorts ?? {})[0]?.split('/')[0] ?? DEFAULT_CONTAINER_PORT);
     if (spec.type === 'web' && (address === null || !(await acceptsConnections(address, port, 2000)))) return false;
@@ -505,7 +452,7 @@ export class DockerScheduler implements Scheduler {
 
   private startTimeout(spec: ContainerSpec): number {
     const own = Number(spec.env.HEALTHCHECK_TIMEOUT);
-    return Number.isFinite(own) && own > 0 ? Math.min(own * 1000, this.startTimeoutMs) : this.startTimeoutMs;
+    return Number.isFinite(own) && own > 0 ? Math.min(own * 1000, this.base.startTimeoutMs) : this.base.startTimeoutMs;
   }
 
   private async waitUntilUp(managed: Managed, container: Docker.Container): Promise<void> {
@@ -519,7 +466,7 @@ export class DockerScheduler implements Scheduler {
       return new Error(`it ${describeExit(info, spec.memory)} before it was up${this.lastOutput(managed)}`);
     };
     if (spec.type !== 'web') {
-      await sleep(this.settleMs);
+      await sleep(this.base.settleMs);
       const failure = await failed();
       if (failure) throw failure;
       return;
@@ -605,7 +552,7 @@ export class DockerScheduler implements Scheduler {
     if (managed.engineId !== null) {
       await this.docker
         .getContainer(managed.engineId)
-        .stop({ t: Math.ceil(this.stopTimeoutMs / 1000) })
+        .stop({ t: Math.ceil(this.base.stopTimeoutMs / 1000) })
         .catch(() => undefined);
       // Its last lines reach the log before the stop is reported.
       await Promise.race([managed.logsEnded, sleep(1000)]);
@@ -642,7 +589,7 @@ export class DockerScheduler implements Scheduler {
   private async removeByName(name: string): Promise<void> {
     try {
       const info = await this.docker.getContainer(name).inspect();
-      if ((info.Config.Labels ?? {})[LABELS.instance] !== this.instance) return;
+      if ((info.Config.Labels ?? {})[LABELS.instance] !== this.base.instance) return;
       await this.docker.getContainer(info.Id).remove({ force: true });
     } catch (error) {
       if (engineStatus(error) !== 404) throw error;
@@ -651,16 +598,16 @@ export class DockerScheduler implements Scheduler {
 
   /** The engine's settings of a container; the app's memory and cpu, or the defaults when it sets none (one-off commands: the defaults). */
   private hostConfig(ownMemory: string | null, ownCpu: number | null): Docker.HostConfig {
-    const { memoryBytes: bytes, nanoCpus, cpuShares: cpu } = containerLimits(ownMemory, ownCpu, { memory: this.defaultMemory, cpu: this.defaultCpu });
+    const { memoryBytes: bytes, nanoCpus, cpuShares: cpu } = containerLimits(ownMemory, ownCpu, { memory: this.base.defaultMemory, cpu: this.base.defaultCpu });
     return {
       NetworkMode: this.network,
       CapDrop: ['ALL'],
       SecurityOpt: ['no-new-privileges'],
-      PidsLimit: this.pidsLimit,
+      PidsLimit: this.base.pidsLimit,
       Init: true,
       RestartPolicy: { Name: 'no' },
-      ReadonlyRootfs: this.readonlyRootfs,
-      ...(this.readonlyRootfs ? { Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=64m' } } : {}),
+      ReadonlyRootfs: this.base.readonlyRootfs,
+      ...(this.base.readonlyRootfs ? { Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=64m' } } : {}),
       ...(bytes === null ? {} : { Memory: bytes, MemorySwap: bytes }),
       ...(nanoCpus === null ? {} : { NanoCpus: nanoCpus }),
       ...(cpu !== null && cpu > 1 ? { CpuShares: Math.round(cpu) } : {}),
@@ -679,12 +626,12 @@ export class DockerScheduler implements Scheduler {
       sortedEntries(spec.env),
       spec.memory,
       spec.cpu,
-      this.user,
-      this.pidsLimit,
-      this.readonlyRootfs,
+      this.base.user,
+      this.base.pidsLimit,
+      this.base.readonlyRootfs,
       this.network,
-      this.defaultMemory,
-      this.defaultCpu,
+      this.base.defaultMemory,
+      this.base.defaultCpu,
     ]);
   }
 

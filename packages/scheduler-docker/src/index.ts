@@ -9,7 +9,6 @@ export { DEFAULT_CONTAINER_PORT, ImageNotFound } from './images';
 export {
   DockerScheduler,
   RUN_TIMEOUT_EXIT_CODE,
-  SCHEDULER_LOG_SOURCE,
   containerName,
   type DockerSchedulerOptions,
   type Endpoint,
@@ -26,7 +25,8 @@ export {
   nanoCpusForShares,
   pingEngine,
 } from './engine';
-export { MEMBERS_LABEL, SWARM_LOG_SOURCE, SwarmScheduler, drainScript, healthScript, parseServiceLogLine, type SwarmSchedulerOptions } from './swarm-scheduler';
+export { SCHEDULER_LOG_SOURCE, type EngineSchedulerOptions } from './options';
+export { MEMBERS_LABEL, SwarmScheduler, drainScript, healthScript, parseServiceLogLine, type SwarmSchedulerOptions } from './swarm-scheduler';
 export { guardChainName, guardHostFromBridge, unguardHostFromBridge } from './host-guard';
 /** The engine client type (dockerode's), for those that share one. */
 export type { default as Docker } from 'dockerode';

@@ -1,9 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
-import { BatchedLogWriter, memoryLimitBytes, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
+import { memoryLimitBytes, type BatchedLogWriter, type ContainerSpec, type ContainerState, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
 import type { Endpoint } from './docker-scheduler';
 import { CappedOutput, LABELS, containerLimits, digestOf, engineReason, engineStatus, environmentList, followFrames, followLines, formatSeconds, lastOutputNote, sleep, sortedEntries, waitAtMost } from './engine';
-import { ImagePuller, assertRunnable, containerPortFor, imageCommand } from './images';
+import { assertRunnable, containerPortFor, imageCommand } from './images';
+import { SCHEDULER_LOG_SOURCE, engineScheduling, type EngineScheduling, type EngineSchedulerOptions } from './options';
 import { acceptsConnections, healthcheckPath } from './readiness';
 import {
   TASK_FAILED_STATES,
@@ -19,44 +20,17 @@ import {
   type TaskTemplate,
 } from './swarm-api';
 
-/** The source of the lines the Swarm scheduler writes to an app's log. */
-export const SWARM_LOG_SOURCE = 'svc[scheduler]';
 /** The exit code reported for a one-off command stopped by its timeout (as `timeout(1)` does). */
 const RUN_TIMEOUT_EXIT_CODE = 124;
 /** The label of a service that lists the platform's containers it stands for, as JSON `[[id, num, digest], ...]`. */
 export const MEMBERS_LABEL = 'svc.members';
 
-/** How a SwarmScheduler runs apps as Swarm services. */
-export interface SwarmSchedulerOptions {
-  /** A client of a manager of the swarm (DOCKER_HOST), shared with the image builder. */
-  docker: Docker;
-  /** Where the services' output and the scheduler's own events go. */
-  logs: Pick<LogStore, 'append'>;
-  clock?: Clock;
-  /** Names this controller on the swarm (label `svc.instance`): services of another instance are never touched. Default `default`. */
-  instance?: string;
+/** How a SwarmScheduler runs apps as Swarm services (`docker`: a client of a manager of the swarm). */
+export interface SwarmSchedulerOptions extends EngineSchedulerOptions {
   /** Services are named `<prefix>-<app>-<type>`. Default `svc`. */
   prefix?: string;
-  /** `uid[:gid]` every task runs as. Default `65534:65534` (nobody). */
-  user?: string;
-  /** Most processes in one task's container. Default 256. */
-  pidsLimit?: number;
-  /** The image's root file system read-only, with a writable /tmp. Default false. */
-  readonlyRootfs?: boolean;
-  /** Memory limit of tasks whose app sets none, and of one-off commands. Default `1G`; null: none. */
-  defaultMemory?: string | null;
-  /** CPU limit (1024 = one CPU) of tasks whose app sets none, and of one-off commands. Default 1024; null: none. */
-  defaultCpu?: number | null;
-  /** How the manager gets an image it lacks to read its port and command: see DockerScheduler. Default `missing`. */
-  pullPolicy?: 'missing' | 'always';
-  /** How long a task has to become healthy (web) or running (other types), ms. Default 30000. */
-  startTimeoutMs?: number;
   /** How long a whole change of a service (a rolling update of every task, a rollback) may take, ms. Default 300000. */
   updateTimeoutMs?: number;
-  /** How long a task of another type than web must keep running to count as up, ms. Default 1000. */
-  settleMs?: number;
-  /** From SIGTERM to SIGKILL when the app itself is told to stop, ms. Default 10000. */
-  stopTimeoutMs?: number;
   /**
    * How long a web task keeps serving after Swarm told it to stop, before its app gets
    * SIGTERM: the router stops sending it requests meanwhile. Default 3000.
@@ -74,8 +48,6 @@ export interface SwarmSchedulerOptions {
   nodeAddresses?: Record<string, string>;
   /** Called when the endpoints of some app changed (tasks replaced, moved, stopped): the router refreshes its routes. */
   onEndpointsChanged?: () => void;
-  /** Called with what the operator should know (a node the controller cannot reach). */
-  onWarning?: (message: string) => void;
 }
 
 interface Member {
@@ -120,7 +92,6 @@ interface Service {
   gone: boolean;
 }
 
-const systemClock: Clock = { now: () => new Date() };
 const ms = (value: number): number => Math.round(value * 1e6);
 
 /**
@@ -133,17 +104,9 @@ const ms = (value: number): number => Math.round(value * 1e6);
 export class SwarmScheduler implements Scheduler {
   private readonly docker: Docker;
   private readonly log: BatchedLogWriter;
-  private readonly instance: string;
+  private readonly base: EngineScheduling;
   private readonly prefix: string;
-  private readonly user: string;
-  private readonly pidsLimit: number;
-  private readonly readonlyRootfs: boolean;
-  private readonly defaultMemory: string | null;
-  private readonly defaultCpu: number | null;
-  private readonly startTimeoutMs: number;
   private readonly updateTimeoutMs: number;
-  private readonly settleMs: number;
-  private readonly stopTimeoutMs: number;
   private readonly drainMs: number;
   private readonly healthIntervalMs: number;
   private readonly monitorMs: number;
@@ -151,8 +114,6 @@ export class SwarmScheduler implements Scheduler {
   private readonly pollMs: number;
   private readonly nodeAddresses: Record<string, string>;
   private readonly endpointsChanged: () => void;
-  private readonly warn: (message: string) => void;
-  private readonly images: ImagePuller;
   private readonly services = new Map<string, Service>();
   /** Container ids started or adopted by this process: starting one again restarts it. */
   private readonly started = new Set<string>();
@@ -169,20 +130,11 @@ export class SwarmScheduler implements Scheduler {
   private closing: Promise<void> | null = null;
 
   constructor(options: SwarmSchedulerOptions) {
-    this.docker = options.docker;
-    this.log = new BatchedLogWriter(options.logs, options.clock ?? systemClock);
-    this.instance = options.instance ?? 'default';
+    this.base = engineScheduling(options);
+    this.docker = this.base.docker;
+    this.log = this.base.log;
     this.prefix = options.prefix ?? 'svc';
-    this.user = options.user ?? '65534:65534';
-    this.pidsLimit = options.pidsLimit ?? 256;
-    this.readonlyRootfs = options.readonlyRootfs ?? false;
-    this.defaultMemory = options.defaultMemory === undefined ? '1G' : options.defaultMemory;
-    memoryLimitBytes(this.defaultMemory);
-    this.defaultCpu = options.defaultCpu === undefined ? 1024 : options.defaultCpu;
-    this.startTimeoutMs = options.startTimeoutMs ?? 30_000;
     this.updateTimeoutMs = options.updateTimeoutMs ?? 300_000;
-    this.settleMs = options.settleMs ?? 1000;
-    this.stopTimeoutMs = options.stopTimeoutMs ?? 10_000;
     this.drainMs = options.drainMs ?? 3000;
     this.healthIntervalMs = options.healthIntervalMs ?? 2000;
     this.monitorMs = options.monitorMs ?? 3000;
@@ -190,8 +142,6 @@ export class SwarmScheduler implements Scheduler {
     this.pollMs = options.pollMs ?? 1000;
     this.nodeAddresses = options.nodeAddresses ?? {};
     this.endpointsChanged = options.onEndpointsChanged ?? (() => undefined);
-    this.warn = options.onWarning ?? (() => undefined);
-    this.images = new ImagePuller(this.docker, options.pullPolicy ?? 'missing', (app, message) => this.event(app, message));
   }
 
   /**
@@ -229,7 +179,7 @@ export class SwarmScheduler implements Scheduler {
     memoryLimitBytes(spec.memory);
     await this.prepare();
     await this.loadAll();
-    const image = await this.images.inspect(spec.app, spec.image, spec.release);
+    const image = await this.base.images.inspect(spec.app, spec.image, spec.release);
     assertRunnable(image, spec.image, spec.command, spec.type);
     const own = containerPortFor(spec.env, image);
     const port = isRouted(spec.type) ? own : null;
@@ -265,13 +215,13 @@ export class SwarmScheduler implements Scheduler {
   async run(spec: RunSpec): Promise<RunResult> {
     this.assertOpen();
     await this.prepare();
-    const image = await this.images.inspect(spec.app, spec.image, spec.release);
+    const image = await this.base.images.inspect(spec.app, spec.image, spec.release);
     const port = containerPortFor(spec.env, image);
     const name = `${this.prefix}-run-${randomUUID().slice(0, 13)}`;
-    const limits = containerLimits(null, null, { memory: this.defaultMemory, cpu: this.defaultCpu });
+    const limits = containerLimits(null, null, { memory: this.base.defaultMemory, cpu: this.base.defaultCpu });
     const body: ServiceSpec = {
       Name: name,
-      Labels: { [LABELS.instance]: this.instance, [LABELS.app]: spec.app, [LABELS.type]: 'run', [LABELS.release]: String(spec.release) },
+      Labels: { [LABELS.instance]: this.base.instance, [LABELS.app]: spec.app, [LABELS.type]: 'run', [LABELS.release]: String(spec.release) },
       TaskTemplate: {
         ContainerSpec: { ...this.containerBase(spec.image, environmentList(spec.env, port), spec.app, 'run', spec.release), Command: ['/bin/sh', '-c', spec.command] },
         Resources: { Limits: this.limitsOf(limits) },
@@ -283,7 +233,7 @@ export class SwarmScheduler implements Scheduler {
     this.runs.add(created.ID);
     try {
       // The command's time counts from when its container runs; getting there has the start timeout.
-      let deadline = Date.now() + this.startTimeoutMs + spec.timeoutSeconds * 1000;
+      let deadline = Date.now() + this.base.startTimeoutMs + spec.timeoutSeconds * 1000;
       let running = false;
       let task: TaskView | null = null;
       for (;;) {
@@ -330,21 +280,23 @@ export class SwarmScheduler implements Scheduler {
 
   /**
    * Where the running (and, for web, healthy) tasks of one process type of an app listen:
-   * their node's address and the port published there, with the container each stands for.
+   * their node's address and the port published there. Each carries its task's id
+   * (`task:<id>`), not a container's: Swarm, not the stop of a container, decides which task
+   * a scale-down stops, so the router follows the tasks (a stopping one is dropped at the next
+   * read of the tasks and keeps serving for the drain time).
    */
   endpoints(app: string, type: string): Endpoint[] {
     const service = this.services.get(this.serviceName(app, type));
     if (service === undefined || service.port === null) return [];
-    const pairs = this.pairs(service);
-    const byTask = new Map([...pairs].filter(([, task]) => task !== null).map(([id, task]) => [(task as TaskView).id, id]));
-    const endpoints: Endpoint[] = [];
-    for (const task of service.tasks) {
-      if (task.state !== 'running' || task.desired !== 'running' || task.port === null) continue;
+    const routable = (task: TaskView): boolean => {
       const node = this.nodes.get(task.node);
-      if (node === undefined || !node.ready || node.address === null) continue;
-      endpoints.push({ host: node.address, port: task.port, id: byTask.get(task.id) ?? `task:${task.id}` });
-    }
-    return endpoints;
+      return task.state === 'running' && task.port !== null && node !== undefined && node.ready && node.address !== null;
+    };
+    let tasks = service.tasks.filter((task) => task.desired === 'running' && routable(task));
+    // Tasks Swarm is stopping keep serving for the drain time: the last resort while none
+    // other runs (every task of a drained node told to stop before its replacements are up).
+    if (tasks.length === 0) tasks = service.tasks.filter((task) => task.desired !== 'running' && routable(task));
+    return tasks.map((task) => ({ host: this.nodes.get(task.node)?.address as string, port: task.port as number, id: `task:${task.id}` }));
   }
 
   /** The node each running task of one process type of an app is on (its id), in slot order: what the tests check. */
@@ -361,7 +313,7 @@ export class SwarmScheduler implements Scheduler {
    */
   async reapOrphans(): Promise<number> {
     await this.prepare();
-    const listed = await callEngine<ServiceInfo[]>(this.docker, 'GET', '/services', { filters: JSON.stringify({ label: [`${LABELS.instance}=${this.instance}`] }) });
+    const listed = await callEngine<ServiceInfo[]>(this.docker, 'GET', '/services', { filters: JSON.stringify({ label: [`${LABELS.instance}=${this.base.instance}`] }) });
     let reaped = 0;
     for (const info of listed) {
       const labels = info.Spec.Labels;
@@ -442,7 +394,7 @@ export class SwarmScheduler implements Scheduler {
     this.follow(service, 0);
     this.event(spec.app, `created the service ${name} for ${spec.type} (v${spec.release})`);
     try {
-      await this.converge(service, { before: new Set(), update: false, timeoutMs: this.startTimeoutMs });
+      await this.converge(service, { before: new Set(), update: false, timeoutMs: this.base.startTimeoutMs });
     } catch (error) {
       await this.removeService(service);
       throw error;
@@ -490,7 +442,7 @@ export class SwarmScheduler implements Scheduler {
   /** A container a service lists from before this process: waits for its tasks as they are. */
   private async adopt(service: Service): Promise<void> {
     if (service.logs === null) this.follow(service, Math.floor(Date.now() / 1000));
-    await this.converge(service, { before: await this.taskIds(service), update: false, timeoutMs: this.startTimeoutMs });
+    await this.converge(service, { before: await this.taskIds(service), update: false, timeoutMs: this.base.startTimeoutMs });
   }
 
   private async scaleUp(service: Service, spec: ContainerSpec): Promise<void> {
@@ -504,7 +456,7 @@ export class SwarmScheduler implements Scheduler {
     const before = await this.taskIds(service);
     await this.setMembers(service, members);
     try {
-      await this.converge(service, { before, update: false, timeoutMs: this.startTimeoutMs });
+      await this.converge(service, { before, update: false, timeoutMs: this.base.startTimeoutMs });
     } catch (error) {
       members.delete(spec.id);
       await this.setMembers(service, members).catch(() => undefined);
@@ -629,7 +581,7 @@ export class SwarmScheduler implements Scheduler {
             // Types without a health check must keep running a moment.
             if (service.type === 'web') return;
             settledAt ??= Date.now();
-            if (Date.now() - settledAt >= this.settleMs) return;
+            if (Date.now() - settledAt >= this.base.settleMs) return;
           } else {
             settledAt = null;
           }
@@ -663,7 +615,7 @@ export class SwarmScheduler implements Scheduler {
 
   /** Waits until no task of the service that Swarm was told to stop still runs (at most the stop grace period and a little). */
   private async waitForStops(service: Service, all = false): Promise<void> {
-    const deadline = Date.now() + this.drainMs + this.stopTimeoutMs + 10_000;
+    const deadline = Date.now() + this.drainMs + this.base.stopTimeoutMs + 10_000;
     this.busy++;
     try {
       for (;;) {
@@ -762,7 +714,7 @@ export class SwarmScheduler implements Scheduler {
       if (await acceptsConnections(endpoint.host, endpoint.port, 2000)) continue;
       const message = `the controller cannot connect to a task of ${service.name} at ${endpoint.host}:${endpoint.port}: set SWARM_NODE_ADDRESSES to addresses of the nodes it can reach`;
       this.event(service.app, message);
-      this.warn(message);
+      this.base.warn(message);
     }
   }
 
@@ -818,7 +770,9 @@ export class SwarmScheduler implements Scheduler {
     template: TaskTemplate,
     port: number | null,
   ): ServiceSpec {
-    const update = { Parallelism: 1, Delay: 0, Monitor: ms(this.monitorMs), MaxFailureRatio: 0, Order: 'start-first' as const };
+    // Every task at once, start-first: each new task healthy before its old one stops, as the
+    // core's rollouts do on one engine; placed together, the new tasks spread over the nodes.
+    const update = { Parallelism: 0, Delay: 0, Monitor: ms(this.monitorMs), MaxFailureRatio: 0, Order: 'start-first' as const };
     return {
       Name: name,
       Labels: this.serviceLabels(app, type, release, digest, members),
@@ -832,7 +786,7 @@ export class SwarmScheduler implements Scheduler {
 
   private serviceLabels(app: string, type: string, release: number, digest: string, members: Map<string, Member>): Record<string, string> {
     return {
-      [LABELS.instance]: this.instance,
+      [LABELS.instance]: this.base.instance,
       [LABELS.app]: app,
       [LABELS.type]: type,
       [LABELS.release]: String(release),
@@ -845,19 +799,19 @@ export class SwarmScheduler implements Scheduler {
     return {
       Image: image,
       Env: env,
-      User: this.user,
-      Labels: { [LABELS.instance]: this.instance, [LABELS.app]: app, [LABELS.type]: type, [LABELS.release]: String(release) },
+      User: this.base.user,
+      Labels: { [LABELS.instance]: this.base.instance, [LABELS.app]: app, [LABELS.type]: type, [LABELS.release]: String(release) },
       Init: true,
       CapabilityDrop: ['ALL'],
-      ReadOnly: this.readonlyRootfs,
-      ...(this.readonlyRootfs ? { Mounts: [{ Type: 'tmpfs' as const, Target: '/tmp', TmpfsOptions: { SizeBytes: 64 * 1024 * 1024, Mode: 0o1777 } }] } : {}),
-      StopGracePeriod: ms(this.stopTimeoutMs),
+      ReadOnly: this.base.readonlyRootfs,
+      ...(this.base.readonlyRootfs ? { Mounts: [{ Type: 'tmpfs' as const, Target: '/tmp', TmpfsOptions: { SizeBytes: 64 * 1024 * 1024, Mode: 0o1777 } }] } : {}),
+      StopGracePeriod: ms(this.base.stopTimeoutMs),
     };
   }
 
   private limitsOf(limits: ReturnType<typeof containerLimits>): TaskTemplate['Resources']['Limits'] {
     return {
-      Pids: this.pidsLimit,
+      Pids: this.base.pidsLimit,
       ...(limits.memoryBytes === null ? {} : { MemoryBytes: limits.memoryBytes }),
       ...(limits.nanoCpus === null ? {} : { NanoCPUs: limits.nanoCpus }),
     };
@@ -872,7 +826,7 @@ export class SwarmScheduler implements Scheduler {
     if (port !== null) {
       // Swarm stops a replaced task on its own: it keeps serving while the router drops it.
       container.Command = ['/bin/sh', '-c', drainScript(this.drainMs), 'svc-drain', ...command];
-      container.StopGracePeriod = ms(this.drainMs + this.stopTimeoutMs);
+      container.StopGracePeriod = ms(this.drainMs + this.base.stopTimeoutMs);
     } else if (spec.command !== null) {
       container.Command = command;
     }
@@ -886,7 +840,7 @@ export class SwarmScheduler implements Scheduler {
         StartPeriod: ms(this.startTimeout(spec)),
       };
     }
-    const limits = containerLimits(spec.memory, spec.cpu, { memory: this.defaultMemory, cpu: this.defaultCpu });
+    const limits = containerLimits(spec.memory, spec.cpu, { memory: this.base.defaultMemory, cpu: this.base.defaultCpu });
     return {
       ContainerSpec: container,
       Resources: { Limits: this.limitsOf(limits) },
@@ -899,7 +853,7 @@ export class SwarmScheduler implements Scheduler {
 
   private startTimeout(spec: ContainerSpec): number {
     const own = Number(spec.env.HEALTHCHECK_TIMEOUT);
-    return Number.isFinite(own) && own > 0 ? Math.min(own * 1000, this.startTimeoutMs) : this.startTimeoutMs;
+    return Number.isFinite(own) && own > 0 ? Math.min(own * 1000, this.base.startTimeoutMs) : this.base.startTimeoutMs;
   }
 
   /** Everything a service's tasks are made from, but not which containers it stands for. */
@@ -915,13 +869,13 @@ export class SwarmScheduler implements Scheduler {
       spec.memory,
       spec.cpu,
       port,
-      this.user,
-      this.pidsLimit,
-      this.readonlyRootfs,
-      this.defaultMemory,
-      this.defaultCpu,
+      this.base.user,
+      this.base.pidsLimit,
+      this.base.readonlyRootfs,
+      this.base.defaultMemory,
+      this.base.defaultCpu,
       this.drainMs,
-      this.stopTimeoutMs,
+      this.base.stopTimeoutMs,
       this.healthIntervalMs,
     ]);
   }
@@ -955,7 +909,7 @@ export class SwarmScheduler implements Scheduler {
   private loadAll(): Promise<void> {
     this.loadedAll ??= (async () => {
       await this.prepare();
-      const listed = await callEngine<ServiceInfo[]>(this.docker, 'GET', '/services', { filters: JSON.stringify({ label: [`${LABELS.instance}=${this.instance}`] }) });
+      const listed = await callEngine<ServiceInfo[]>(this.docker, 'GET', '/services', { filters: JSON.stringify({ label: [`${LABELS.instance}=${this.base.instance}`] }) });
       for (const info of listed) {
         const labels = info.Spec.Labels;
         const app = labels[LABELS.app];
@@ -1009,7 +963,7 @@ export class SwarmScheduler implements Scheduler {
   }
 
   private event(app: string, message: string): void {
-    this.log.write(app, SWARM_LOG_SOURCE, message);
+    this.log.write(app, SCHEDULER_LOG_SOURCE, message);
   }
 }
 

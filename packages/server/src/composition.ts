@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Container, ContainerModule } from 'inversify';
+import { Container, ContainerModule, type ResolutionContext } from 'inversify';
 import type { Application } from 'express';
 import {
   TOKENS,
@@ -21,7 +21,7 @@ import { ForgeCertificateParser } from '@svc/certs-forge';
 import { FileLogStore } from '@svc/logs-file';
 import { MemoryScheduler } from '@svc/scheduler-memory';
 import { ProcessScheduler, type SandboxOptions } from '@svc/scheduler-process';
-import { DockerImageBuilder, DockerScheduler, SwarmScheduler, createEngine, type Docker, type SwarmSchedulerOptions } from '@svc/scheduler-docker';
+import { DockerImageBuilder, DockerScheduler, SwarmScheduler, createEngine, type Docker, type EngineSchedulerOptions } from '@svc/scheduler-docker';
 import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
 import { createHttpApp, type HttpLogger, type HttpOptions } from '@svc/http-express';
 import { GitServer } from '@svc/builder-git';
@@ -157,11 +157,14 @@ export interface DockerSchedulerSetup extends DockerSettings {
   onWarning: (message: string) => void;
 }
 
-/** The Swarm scheduler's options from its settings and the DOCKER_* ones it shares. */
-function swarmOptions(docker: DockerSchedulerSetup, swarm: SwarmSettings): Omit<SwarmSchedulerOptions, 'docker' | 'logs' | 'clock' | 'onEndpointsChanged'> {
+/** What the Docker and Swarm schedulers both take: the shared engine client, the log store, the clock and the DOCKER_* settings. */
+function engineOptions(ctx: ResolutionContext, docker: DockerSchedulerSetup): EngineSchedulerOptions {
   return {
+    docker: ctx.get<Docker>(SERVER_TOKENS.DockerEngine),
+    logs: ctx.get<LogStore>(TOKENS.LogStore),
+    clock: ctx.get(TOKENS.Clock),
     instance: docker.instance,
-    prefix: swarm.prefix,
+    onWarning: docker.onWarning,
     user: docker.user,
     pidsLimit: docker.pidsLimit,
     readonlyRootfs: docker.readonlyRootfs,
@@ -170,12 +173,6 @@ function swarmOptions(docker: DockerSchedulerSetup, swarm: SwarmSettings): Omit<
     defaultCpu: docker.defaultCpu,
     startTimeoutMs: docker.startTimeoutMs,
     stopTimeoutMs: docker.stopTimeoutMs,
-    drainMs: swarm.drainMs,
-    healthIntervalMs: swarm.healthIntervalMs,
-    monitorMs: swarm.monitorMs,
-    updateTimeoutMs: swarm.updateTimeoutMs,
-    nodeAddresses: swarm.nodeAddresses,
-    onWarning: docker.onWarning,
   };
 }
 
@@ -217,10 +214,13 @@ const schedulerModule = (
       if (docker === undefined || swarm === undefined) throw new Error('The Swarm scheduler needs its setup (CompositionOptions.docker and .swarm)');
       const leaving = ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers);
       return new SwarmScheduler({
-        docker: ctx.get<Docker>(SERVER_TOKENS.DockerEngine),
-        logs: ctx.get<LogStore>(TOKENS.LogStore),
-        clock: ctx.get(TOKENS.Clock),
-        ...swarmOptions(docker, swarm),
+        ...engineOptions(ctx, docker),
+        prefix: swarm.prefix,
+        drainMs: swarm.drainMs,
+        healthIntervalMs: swarm.healthIntervalMs,
+        monitorMs: swarm.monitorMs,
+        updateTimeoutMs: swarm.updateTimeoutMs,
+        nodeAddresses: swarm.nodeAddresses,
         // Swarm replaces and moves tasks by itself: the router hears of it at once.
         onEndpointsChanged: () => void leaving.refreshRoutes().catch(() => undefined),
       });
@@ -229,23 +229,11 @@ const schedulerModule = (
     bind<DockerScheduler>(SERVER_TOKENS.DockerScheduler).toDynamicValue((ctx) => {
       if (docker === undefined) throw new Error('The Docker scheduler needs its setup (CompositionOptions.docker)');
       return new DockerScheduler({
-        docker: ctx.get<Docker>(SERVER_TOKENS.DockerEngine),
-        logs: ctx.get<LogStore>(TOKENS.LogStore),
-        clock: ctx.get(TOKENS.Clock),
-        instance: docker.instance,
+        ...engineOptions(ctx, docker),
         network: docker.network,
         bridge: docker.bridge,
         guardHost: docker.guardHost,
         hostPortsAllowed: docker.hostPortsAllowed,
-        onWarning: docker.onWarning,
-        user: docker.user,
-        pidsLimit: docker.pidsLimit,
-        readonlyRootfs: docker.readonlyRootfs,
-        pullPolicy: docker.pullPolicy,
-        defaultMemory: docker.defaultMemory,
-        defaultCpu: docker.defaultCpu,
-        startTimeoutMs: docker.startTimeoutMs,
-        stopTimeoutMs: docker.stopTimeoutMs,
       });
     });
     bind<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler).toDynamicValue((ctx) => {

@@ -129,9 +129,16 @@ export interface TrafficReport {
  * does: round-robin, and to the next endpoint when a connection is refused (nothing was sent);
  * any other error, or an answer other than 200, counts as a failed request.
  */
-export function steadyTraffic(endpoints: () => Array<{ host: string; port: number }>, workers = 3): { stop(): Promise<TrafficReport> } {
+export function steadyTraffic(endpoints: () => Array<{ host: string; port: number }>, workers = 3, path = '/'): { stop(): Promise<TrafficReport> } {
   const report: TrafficReport = { ok: 0, failed: 0, failures: [], bodies: new Map(), last: [] };
   let running = true;
+  const stop = async (): Promise<TrafficReport> => {
+    running = false;
+    active.delete(stop);
+    await Promise.all(loops);
+    return report;
+  };
+  active.add(stop);
   let turn = 0;
   const once = async (): Promise<void> => {
     const targets = endpoints();
@@ -139,7 +146,7 @@ export function steadyTraffic(endpoints: () => Array<{ host: string; port: numbe
     const start = turn++;
     for (let i = 0; i < targets.length; i++) {
       const target = targets[(start + i) % targets.length] as { host: string; port: number };
-      const outcome = await get(target.host, target.port);
+      const outcome = await get(target.host, target.port, path);
       if (outcome.kind === 'refused') continue;
       if (outcome.kind === 'error') throw new Error(`${target.host}:${target.port}: ${outcome.reason}`);
       if (outcome.status !== 200) throw new Error(`${target.host}:${target.port}: status ${outcome.status}`);
@@ -163,21 +170,22 @@ export function steadyTraffic(endpoints: () => Array<{ host: string; port: numbe
     }
   };
   const loops = Array.from({ length: workers }, () => loop());
-  return {
-    async stop() {
-      running = false;
-      await Promise.all(loops);
-      return report;
-    },
-  };
+  return { stop };
+}
+
+const active = new Set<() => Promise<TrafficReport>>();
+
+/** Stops the traffic a failed test left running (call it after each test). */
+export async function stopTraffic(): Promise<void> {
+  await Promise.all([...active].map((stop) => stop()));
 }
 
 type Outcome = { kind: 'refused' } | { kind: 'error'; reason: string } | { kind: 'answer'; status: number; body: string };
 
-function get(host: string, port: number): Promise<Outcome> {
+function get(host: string, port: number, path: string): Promise<Outcome> {
   return new Promise((resolve) => {
     let connected = false;
-    const req = request({ host, port, path: '/', method: 'GET', agent: false, timeout: 5000 }, (res) => {
+    const req = request({ host, port, path, method: 'GET', agent: false, timeout: 5000 }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (body += chunk));

@@ -1,0 +1,84 @@
+import type Docker from 'dockerode';
+import { BatchedLogWriter, memoryLimitBytes, type Clock, type LogStore } from '@svc/core';
+import { ImagePuller } from './images';
+
+/** What the Docker and Swarm schedulers share of their options: the engine, the log, and how containers are isolated and limited. */
+export interface EngineSchedulerOptions {
+  /** The engine client (shared with the image builder); with Swarm, a manager's. */
+  docker: Docker;
+  /** Where container output, pull progress and the scheduler's own events go. */
+  logs: Pick<LogStore, 'append'>;
+  clock?: Clock;
+  /** Names this controller on the engine (label `svc.instance`): objects of another instance are never touched. Default `default`. */
+  instance?: string;
+  /** Called with what the operator should know. */
+  onWarning?: (message: string) => void;
+  /** `uid[:gid]` every container runs as, whatever the image says. Default `65534:65534` (nobody). */
+  user?: string;
+  /** Most processes and threads in one container. Default 256. */
+  pidsLimit?: number;
+  /** Mount the image's root file system read-only (with a writable /tmp). Default false. */
+  readonlyRootfs?: boolean;
+  /**
+   * The memory limit of containers whose app sets none, and of one-off commands (e.g. `1G`).
+   * Default `1G`; null: none (a container may then take all the host's memory).
+   */
+  defaultMemory?: string | null;
+  /** The CPU limit (shares, 1024 = one CPU) of containers whose app sets none, and of one-off commands. Default 1024; null: none. */
+  defaultCpu?: number | null;
+  /** `missing`: pull only images the engine does not have (default); `always`: pull before every release's first container. */
+  pullPolicy?: 'missing' | 'always';
+  /** How long a `web` container has to accept connections on PORT (or answer HEALTHCHECK_URL 2xx). Default 30000. */
+  startTimeoutMs?: number;
+  /** How long a container of another type must keep running to count as up. Default 1000. */
+  settleMs?: number;
+  /** From SIGTERM to SIGKILL when a container stops, in ms. Default 10000. */
+  stopTimeoutMs?: number;
+}
+
+/** Those options with their defaults, and the log writer and image puller made from them. */
+export interface EngineScheduling {
+  readonly docker: Docker;
+  readonly log: BatchedLogWriter;
+  readonly images: ImagePuller;
+  readonly instance: string;
+  readonly warn: (message: string) => void;
+  readonly user: string;
+  readonly pidsLimit: number;
+  readonly readonlyRootfs: boolean;
+  readonly defaultMemory: string | null;
+  readonly defaultCpu: number | null;
+  readonly startTimeoutMs: number;
+  readonly settleMs: number;
+  readonly stopTimeoutMs: number;
+}
+
+/** The source of the lines the engine schedulers write to an app's log. */
+export const SCHEDULER_LOG_SOURCE = 'svc[scheduler]';
+
+const systemClock: Clock = { now: () => new Date() };
+
+/**
+ * Resolves the shared options; pull progress goes to the app's log.
+ * @throws ValidationFailed (from the core) when `defaultMemory` is not a size.
+ */
+export function engineScheduling(options: EngineSchedulerOptions): EngineScheduling {
+  const log = new BatchedLogWriter(options.logs, options.clock ?? systemClock);
+  const defaultMemory = options.defaultMemory === undefined ? '1G' : options.defaultMemory;
+  memoryLimitBytes(defaultMemory);
+  return {
+    docker: options.docker,
+    log,
+    images: new ImagePuller(options.docker, options.pullPolicy ?? 'missing', (app, message) => log.write(app, SCHEDULER_LOG_SOURCE, message)),
+    instance: options.instance ?? 'default',
+    warn: options.onWarning ?? (() => undefined),
+    user: options.user ?? '65534:65534',
+    pidsLimit: options.pidsLimit ?? 256,
+    readonlyRootfs: options.readonlyRootfs ?? false,
+    defaultMemory,
+    defaultCpu: options.defaultCpu === undefined ? 1024 : options.defaultCpu,
+    startTimeoutMs: options.startTimeoutMs ?? 30_000,
+    settleMs: options.settleMs ?? 1000,
+    stopTimeoutMs: options.stopTimeoutMs ?? 10_000,
+  };
+}

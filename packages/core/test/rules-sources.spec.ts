@@ -1,6 +1,7 @@
 import {
   BUILD_FAILED,
   buildFailed,
+  isDigestReference,
   isReleaseImage,
   releaseImage,
   NOTHING_TO_RUN,
@@ -134,5 +135,17 @@ describe('buildFailed', () => {
     expect(error.code).toBe(BUILD_FAILED);
     expect(error.kind).toBe('invalid');
     expect(error.message).toBe('The image build failed: unknown instruction: FORM');
+  });
+});
+
+describe('isDigestReference', () => {
+  it('knows a reference by digest, as a builder that pushes answers, from names and ids', () => {
+    const hex = 'a'.repeat(64);
+    expect(isDigestReference(`10.0.0.1:5000/my-app@sha256:${hex}`)).toBe(true);
+    expect(isDigestReference(`registry.example.com/team/my-app@sha256:${hex}`)).toBe(true);
+    expect(isDigestReference(`sha256:${hex}`)).toBe(false);
+    expect(isDigestReference('my-app:3')).toBe(false);
+    expect(isDigestReference(`my-app@sha256:${'a'.repeat(63)}`)).toBe(false);
+    expect(isDigestReference(`my app@sha256:${hex}`)).toBe(false);
   });
 });

@@ -151,6 +151,52 @@ describe('DeploySource with an image builder', () => {
   });
 });
 
+describe('DeploySource with an image builder that pushes to a registry', () => {
+  const REGISTRY = 'registry.example.com:5000';
+  const digestOf = (n: number): string => `${REGISTRY}/myapp@sha256:${String(n).padStart(64, '0')}`;
+
+  async function worldWithRegistry(settings = {}): Promise<{ world: World; images: FakeImageBuilder; alice: Actor; key: string }> {
+    const images = new FakeImageBuilder(REGISTRY);
+    const world = new World(settings, images);
+    const alice = await world.actor('alice');
+    await world.app(alice);
+    await world.useCases.addKey.execute(alice, { id: 'laptop', public: fakePublicKey('alice') });
+    return { world, images, alice, key: fakeFingerprint(fakePublicKey('alice').split(' ')[1] as string) };
+  }
+
+  it('records the build by its digest, which every container starts from, and still names it <app>:<version> in the engine', async () => {
+    const { world, images, key } = await worldWithRegistry();
+
+    const published = await world.useCases.deploySource.execute(key, 'myapp', pushed(sha(1)));
+
+    expect(published.build).toMatchObject({ image: digestOf(1), workdir: null });
+    expect(images.tags()).toEqual(['myapp:2']);
+    expect(world.scheduler.started()).toEqual([expect.objectContaining({ type: 'web', image: digestOf(1) })]);
+  });
+
+  it('removes the pushed image when the release fails to start', async () => {
+    const { world, images, key } = await worldWithRegistry();
+    world.scheduler.failStarts(1);
+
+    expect(await rejectionOf(world.useCases.deploySource.execute(key, 'myapp', pushed(sha(1))))).toBeInstanceOf(Unavailable);
+
+    expect(images.images.size).toBe(0);
+    expect(world.uow.snapshot().builds).toEqual([]);
+  });
+
+  it('keeps the engine\'s copies of the kept builds only, and rolls back to an older build from the registry', async () => {
+    const { world, images, alice, key } = await worldWithRegistry({ buildRetention: 2 });
+    for (const digit of [1, 2, 3]) await world.useCases.deploySource.execute(key, 'myapp', pushed(sha(digit)));
+    expect(images.tags()).toEqual(['myapp:3', 'myapp:4']);
+
+    // v2's image is gone from the engine, not from the registry, which every node pulls from.
+    const back = await world.useCases.rollback.execute(alice, 'myapp', { version: 2 });
+
+    expect(back.release.version).toBe(5);
+    expect(world.scheduler.started().at(-1)).toEqual(expect.objectContaining({ image: digestOf(1) }));
+  });
+});
+
 describe('DeploySource without an image builder', () => {
   it('records the checkout as before and names the build <app>:git-<sha7>', async () => {
     const world = new World();

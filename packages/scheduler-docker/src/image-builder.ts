@@ -37,6 +37,25 @@ export interface DockerImageBuilderOptions {
   outputLimitBytes?: number;
   /** An unnamed image of an app older than this is the leftover of an interrupted build; default twice `timeoutMs`. */
   leftoverAgeMs?: number;
+  /**
+   * The registry every node pulls from (`REGISTRY`: `host[:port][/path]`); null or absent:
+   * images stay in the engine that built them. With one, each build is pushed there and
+   * `build` resolves with its reference by digest.
+   */
+  registry?: string | null;
+}
+
+/** The tag a build is pushed under (`<registry>/<app>:build-<image id>`), which prune knows as the builder's own. */
+const PUSHED_TAG = /^build-[0-9a-f]{16}$/;
+
+/** One message of the engine's push stream. */
+interface PushMessage {
+  status?: string;
+  id?: string;
+  error?: string;
+  errorDetail?: { message?: string };
+  progressDetail?: { total?: number };
+  aux?: { Digest?: string };
 }
 
 const MIB = 1024 * 1024;
@@ -118,7 +137,8 @@ const statusOf = (error: unknown): number | undefined =>
  * choice and a time limit; a failed build leaves no image behind.
  */
 export class DockerImageBuilder implements ImageBuilder {
-  private readonly options: Required<DockerImageBuilderOptions>;
+  private readonly options: Required<Omit<DockerImageBuilderOptions, 'registry'>>;
+  private readonly registry: string | null;
 
   constructor(
     private readonly docker: Docker,
@@ -136,6 +156,7 @@ export class DockerImageBuilder implements ImageBuilder {
       outputLimitBytes: options.outputLimitBytes ?? MIB,
       leftoverAgeMs: options.leftoverAgeMs ?? 2 * timeoutMs,
     };
+    this.registry = options.registry?.replace(/\/+$/, '') || null;
   }
 
   async build(request: ImageBuildRequest, output: (line: string) => void): Promise<string> {
@@ -149,17 +170,33 @@ export class DockerImageBuilder implements ImageBuilder {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), this.options.timeoutMs);
     const seen: string[] = [];
+    let id: string;
     try {
-      return await this.run(request, context, abort.signal, output, seen);
+      id = await this.run(request, context, abort.signal, output, seen);
     } catch (error) {
+      clearTimeout(timer);
       await this.removeLayers(seen);
       if (abort.signal.aborted) {
         throw buildFailed(`it took longer than ${Math.round(this.options.timeoutMs / 1000)} seconds, the most a build may take.`);
       }
       throw error;
     } finally {
-      clearTimeout(timer);
       context.destroy();
+    }
+    if (this.registry === null) {
+      clearTimeout(timer);
+      return id;
+    }
+    try {
+      return await this.push(request.app, id, this.registry, abort.signal, output);
+    } catch (error) {
+      // Nothing of a build the nodes cannot pull is kept: the image goes with its registry name.
+      await this.docker.getImage(id).remove({ force: true }).catch(() => undefined);
+      const reason = abort.signal.aborted ? `no answer within ${Math.round(this.options.timeoutMs / 1000)} seconds` : messageOf(error).trim();
+      output(`The push to ${this.registry} failed: ${reason.replace(CONTROL, '')}`);
+      throw new Error(`pushing the image to the registry ${this.registry} failed: ${reason}`);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -170,7 +207,9 @@ export class DockerImageBuilder implements ImageBuilder {
 
   async remove(image: string): Promise<void> {
     try {
-      await this.docker.getImage(image).remove({ force: true });
+      // A reference by digest names the image without being one of its names: remove by id.
+      const id = image.includes('@') ? (await this.docker.getImage(image).inspect()).Id : image;
+      await this.docker.getImage(id).remove({ force: true });
     } catch (error) {
       if (statusOf(error) !== 404) throw error;
     }
@@ -183,11 +222,12 @@ export class DockerImageBuilder implements ImageBuilder {
     for (const image of images) {
       if (image.Labels?.[APP_LABEL] !== app) continue;
       const names = (image.RepoTags ?? []).filter((tag) => tag !== '<none>:<none>');
-      if (names.some((name) => keep.includes(name))) continue;
+      const digests = (image.RepoDigests ?? []).filter((digest) => !digest.startsWith('<none>'));
+      if (names.some((name) => keep.includes(name)) || digests.some((digest) => keep.includes(digest))) continue;
       // An unnamed image is an interrupted build's, once no build could still be naming it.
       if (names.length === 0 && now - image.Created * 1000 < this.options.leftoverAgeMs) continue;
       // A name given by anyone else than this builder stays, and with it the image.
-      if (names.some((name) => !isReleaseImage(app, name))) continue;
+      if (names.some((name) => !isReleaseImage(app, name) && !this.isPushedName(app, name))) continue;
       try {
         if (names.length === 0) await this.docker.getImage(image.Id).remove();
         for (const name of names) await this.docker.getImage(name).remove();
@@ -198,6 +238,52 @@ export class DockerImageBuilder implements ImageBuilder {
       }
     }
     return removed.sort();
+  }
+
+  /** Whether `name` is one this builder pushed a build of `app` under (`<registry>/<app>:build-<id>`). */
+  private isPushedName(app: string, name: string): boolean {
+    const repository = `${this.registry ?? ''}/${app}:`;
+    return this.registry !== null && name.startsWith(repository) && PUSHED_TAG.test(name.slice(repository.length));
+  }
+
+  /**
+   * Names a built image `<registry>/<app>:build-<id>` and pushes it, its progress told to the
+   * pusher one line per layer and status; resolves with `<registry>/<app>@sha256:...`, the
+   * reference every node pulls the exact image by.
+   */
+  private async push(app: string, id: string, registry: string, signal: AbortSignal, output: (line: string) => void): Promise<string> {
+    const repository = `${registry}/${app}`;
+    const tag = `build-${id.replace(/^sha256:/, '').slice(0, 16)}`;
+    await this.docker.getImage(id).tag({ repo: repository, tag });
+    output(`Pushing ${repository}:${tag}`);
+    // An empty credential: the engine wants the header, and the registry is one the nodes reach without login.
+    const stream = (await this.docker.getImage(repository).push({ tag, authconfig: {}, abortSignal: signal } as Docker.ImagePushOptions)) as NodeJS.ReadableStream;
+    let digest: string | null = null;
+    let failure: string | null = null;
+    const seen = new Set<string>();
+    await new Promise<void>((resolve, reject) => {
+      this.docker.modem.followProgress(
+        stream,
+        (error: Error | null) => (error ? reject(error) : resolve()),
+        (message: PushMessage) => {
+          if (message.error !== undefined || message.errorDetail !== undefined) failure = message.errorDetail?.message ?? message.error ?? 'the push failed';
+          if (typeof message.aux?.Digest === 'string') digest = message.aux.Digest;
+          // Byte counters would flood the output: one line per layer and status.
+          if (!message.status || message.progressDetail?.total) return;
+          const line = (message.id ? `${message.id}: ${message.status}` : message.status).replace(CONTROL, '').trim();
+          if (line === '' || seen.has(line)) return;
+          seen.add(line);
+          output(line);
+        },
+      );
+    });
+    if (signal.aborted) throw new Error('The push was stopped');
+    if (failure !== null) throw new Error(failure);
+    const pushed = digest as string | null;
+    if (pushed === null || !/^sha256:[0-9a-f]{64}$/.test(pushed)) throw new Error('the registry accepted the image without naming its digest');
+    const reference = `${repository}@${pushed}`;
+    output(`Pushed ${reference}`);
+    return reference;
   }
 
   /** The build context of a Procfile-only commit: its files under `app/`, and a Dockerfile laying them onto the stack. */

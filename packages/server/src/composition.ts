@@ -282,6 +282,7 @@ const imagesModule = (builds: ImageBuildSettings | null) =>
             cpuShares: builds.cpuShares,
             contextLimitBytes: builds.contextLimitBytes,
             network: builds.network,
+            registry: builds.registry,
           }),
     );
   });

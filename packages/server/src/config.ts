@@ -83,6 +83,8 @@ export interface ImageBuildSettings {
   contextLimitBytes: number;
   /** BUILD_NETWORK: the network build steps run in. */
   network: string;
+  /** REGISTRY: where each build is pushed and pulled from by digest (`host[:port][/path]`); null: builds stay in the engine. */
+  registry: string | null;
 }
 /** The variable that lets apps run unconfined, for one trusted developer on their own machine. */
 export const UNSAFE_SWITCH = 'UNSAFE_SINGLE_USER_DEV';
@@ -320,7 +322,28 @@ function imageBuilds(env: Env): ImageBuildSettings | null {
     cpuShares: integer(env, 'BUILD_CPU_SHARES', 512, 2, 1024),
     contextLimitBytes: integer(env, 'BUILD_CONTEXT_LIMIT_MB', 256, 1, 64 * 1024) * 1024 * 1024,
     network,
+    registry: registrySetting(env),
   };
+}
+
+/**
+ * `REGISTRY`: `host[:port][/path]`, the registry builds are pushed to; unset: null. The host
+ * must read as a registry's (a dot, a port or `localhost`), or the engine would take its
+ * first part for a namespace on Docker Hub.
+ */
+function registrySetting(env: Env): string | null {
+  const value = text(env, 'REGISTRY', '').replace(/\/+$/, '');
+  if (value === '') return null;
+  const match = /^(\[[0-9a-fA-F:]+\]|[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]*[A-Za-z0-9])?)*)(:([0-9]{1,5}))?((\/[a-z0-9]+([._-][a-z0-9]+)*)*)$/.exec(value);
+  const host = match?.[1] ?? '';
+  const port = match?.[6];
+  if (!match || (port !== undefined && (Number(port) < 1 || Number(port) > 65535))) {
+    throw new ConfigError('REGISTRY', `must be host[:port][/path] of a registry, such as registry.example.com:5000, got "${value}"`);
+  }
+  if (!host.includes('.') && !host.startsWith('[') && port === undefined && host !== 'localhost') {
+    throw new ConfigError('REGISTRY', `"${value}" would be read as a namespace on Docker Hub: give the registry's full host name or its port`);
+  }
+  return value;
 }
 
 /** `SANDBOX_UID_RANGE`: `<from>-<to>`, the user ids handed to apps. */
@@ -405,7 +428,6 @@ function swarm(env: Env): SwarmSettings {
     if (!match) throw new ConfigError('SWARM_NODE_ADDRESSES', `must be node=address pairs separated by commas (node: hostname or id), got "${entry}"`);
     nodeAddresses[match[1] as string] = match[2] as string;
   }
-  const registry = text(env, 'REGISTRY', '');
   return {
     prefix,
     drainMs: integer(env, 'SWARM_DRAIN_SECONDS', 3, 0, 600) * 1000,
@@ -413,7 +435,7 @@ function swarm(env: Env): SwarmSettings {
     monitorMs: integer(env, 'SWARM_UPDATE_MONITOR_SECONDS', 3, 0, 3600) * 1000,
     updateTimeoutMs: integer(env, 'SWARM_UPDATE_TIMEOUT_SECONDS', 300, 10, 24 * 3600) * 1000,
     nodeAddresses,
-    registry: registry === '' ? null : registry,
+    registry: registrySetting(env),
   };
 }
 

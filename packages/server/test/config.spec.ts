@@ -404,6 +404,7 @@ describe('loadConfig: image builds', () => {
       cpuShares: 512,
       contextLimitBytes: 256 * 1024 * 1024,
       network: 'none',
+      registry: null,
     });
     expect(loadConfig({
       SCHEDULER: 'memory',
@@ -415,6 +416,7 @@ describe('loadConfig: image builds', () => {
       BUILD_CPU_SHARES: '256',
       BUILD_CONTEXT_LIMIT_MB: '64',
       BUILD_NETWORK: 'builds',
+      REGISTRY: 'registry.local:5000/platform/',
     }).imageBuilds).toEqual({
       stackImage: 'registry.local:5000/stacks/node:20',
       timeoutMs: 120_000,
@@ -422,7 +424,22 @@ describe('loadConfig: image builds', () => {
       cpuShares: 256,
       contextLimitBytes: 64 * 1024 * 1024,
       network: 'builds',
+      registry: 'registry.local:5000/platform',
     });
+  });
+
+  it('reads REGISTRY as host[:port][/path] of a registry, never a name the engine would look up on Docker Hub', () => {
+    const builds = { SCHEDULER: 'memory', IMAGE_BUILDER: 'docker' };
+    const registryOf = (value: string) => loadConfig({ ...builds, REGISTRY: value }).imageBuilds?.registry;
+    expect(registryOf('10.0.0.1:5000')).toBe('10.0.0.1:5000');
+    expect(registryOf('registry.example.com')).toBe('registry.example.com');
+    expect(registryOf('localhost/team/apps')).toBe('localhost/team/apps');
+    expect(registryOf('registry:5000')).toBe('registry:5000');
+    expect(registryOf('[fd00::1]:5000')).toBe('[fd00::1]:5000');
+    expect(failureOf({ ...builds, REGISTRY: 'registry' })?.message).toMatch(/^REGISTRY: "registry" would be read as a namespace on Docker Hub/);
+    for (const bad of ['http://registry.example.com', 'registry.example.com:99999', 'registry.example.com/Team', 'reg istry.example.com', 'registry.example.com:5000/app:1', '-bad.example.com']) {
+      expect(failureOf({ ...builds, REGISTRY: bad })?.message).toMatch(/^REGISTRY: must be host\[:port\]\[\/path\]/);
+    }
   });
 
   it('names the variable of a value it cannot use', () => {

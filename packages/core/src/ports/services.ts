@@ -172,7 +172,9 @@ export interface ImageBuildRequest {
 export interface ImageBuilder {
   /**
    * Builds an image, sending each line of the build's output to `output` as it comes.
-   * Resolves with the engine's id of the image, not yet named.
+   * Resolves with the engine's id of the image, not yet named; a builder that pushes builds
+   * to a registry resolves with the pushed image's reference by digest
+   * (`<registry>/<app>@sha256:...`), which the build then records as its image.
    * @throws RequestRejected `BUILD.FAILED` (see `buildFailed`) when the source does not build:
    *   a bad Dockerfile, a failing step, a build limit; any other error when the engine
    *   cannot be used.
@@ -180,10 +182,10 @@ export interface ImageBuilder {
   build(request: ImageBuildRequest, output: (line: string) => void): Promise<string>;
   /** Names an image `reference` (such as `myapp:3`), taking the name from any image that had it. */
   tag(image: string, reference: string): Promise<void>;
-  /** Removes an image by id with every name it has; an image that no longer exists is not an error. */
+  /** Removes an image (by id or reference by digest) with every name it has; an image that no longer exists is not an error. */
   remove(image: string): Promise<void>;
   /**
-   * Removes the images this builder made for `app` whose names are not in `keep`; an image
+   * Removes the images this builder made for `app` whose names (or references by digest) are not in `keep`; an image
    * a container still uses stays. Resolves with the names removed.
    */
   prune(app: string, keep: readonly string[]): Promise<string[]>;

@@ -110,6 +110,14 @@ export function isReleaseImage(appId: string, image: string): boolean {
   return image.startsWith(`${appId}:`) && /^[1-9][0-9]*$/.test(image.slice(appId.length + 1));
 }
 
+/**
+ * Whether `image` is a reference by digest (`<repository>@sha256:<64 hex>`), as an image
+ * builder with a registry answers: such a reference names one exact image wherever it is pulled.
+ */
+export function isDigestReference(image: string): boolean {
+  return /^[^@\s]+@sha256:[0-9a-f]{64}$/.test(image);
+}
+
 /** The code of a push whose source does not build into an image. */
 export const BUILD_FAILED = 'BUILD.FAILED';
 

@@ -5,12 +5,15 @@ export interface FakeImage {
   id: string;
   request: ImageBuildRequest;
   tags: Set<string>;
+  /** With a registry: the reference by digest `build` answered (`<registry>/<app>@sha256:...`). */
+  reference: string | null;
 }
 
 /**
  * An image builder for core tests: "builds" by recording the request, says a line of
  * output, names, removes and prunes in memory, and fails on demand so that tests can check
- * that a failed build or release keeps nothing.
+ * that a failed build or release keeps nothing. Given a registry, it answers each build as a
+ * reference by digest (`<registry>/<app>@sha256:...`), as a builder that pushes does.
  */
 export class FakeImageBuilder implements ImageBuilder {
   /** Every image built and not removed, by id. */
@@ -24,6 +27,8 @@ export class FakeImageBuilder implements ImageBuilder {
   /** Images a container uses: prune leaves them. */
   readonly inUse = new Set<string>();
 
+  constructor(private readonly registry: string | null = null) {}
+
   async build(request: ImageBuildRequest, output: (line: string) => void): Promise<string> {
     this.requests.push({ ...request });
     output(`Step 1/1 : building ${request.kind} of ${request.app}`);
@@ -31,22 +36,29 @@ export class FakeImageBuilder implements ImageBuilder {
     this.buildFailure = null;
     if (failure !== null) throw failure();
     const id = `sha256:${String(this.next++).padStart(64, '0')}`;
-    this.images.set(id, { id, request: { ...request }, tags: new Set() });
-    return id;
+    const reference = this.registry === null ? null : `${this.registry}/${request.app}@${id}`;
+    this.images.set(id, { id, request: { ...request }, tags: new Set(), reference });
+    return reference ?? id;
+  }
+
+  /** The image an id or a reference by digest names. */
+  private find(image: string): FakeImage | undefined {
+    return this.images.get(image) ?? [...this.images.values()].find((held) => held.reference === image);
   }
 
   async tag(image: string, reference: string): Promise<void> {
     const failure = this.tagFailure;
     this.tagFailure = null;
     if (failure !== null) throw failure();
-    const target = this.images.get(image);
+    const target = this.find(image);
     if (target === undefined) throw new Error(`No such image: ${image}`);
     for (const other of this.images.values()) other.tags.delete(reference);
     target.tags.add(reference);
   }
 
   async remove(image: string): Promise<void> {
-    this.images.delete(image);
+    const target = this.find(image);
+    if (target !== undefined) this.images.delete(target.id);
   }
 
   async prune(app: string, keep: readonly string[]): Promise<string[]> {
@@ -58,6 +70,7 @@ export class FakeImageBuilder implements ImageBuilder {
       if (image.request.app !== app) continue;
       const names = [...image.tags];
       if (names.some((name) => keep.includes(name) || this.inUse.has(name))) continue;
+      if (image.reference !== null && keep.includes(image.reference)) continue;
       this.images.delete(image.id);
       removed.push(...names);
     }

@@ -12,7 +12,7 @@ import {
 import { FieldErrorCollector, bodyObject, isPlainObject, optionalString, requiredString, toInteger } from '../rules/fields';
 import { assertConfigQuota } from '../rules/quotas';
 import { describeDeploy, structureForBuild } from '../rules/releases';
-import { isReleaseImage, planSourceBuild, releaseImage, type SourceFiles } from '../rules/sources';
+import { isDigestReference, isReleaseImage, planSourceBuild, releaseImage, type SourceFiles } from '../rules/sources';
 import { loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependencies } from './context';
 import { carryOut, currentRelease, planRelease, releaseState, Rollout, type ReleaseState } from './deploy';
 import { withAppLease, type LeaseDependencies } from './leases';
@@ -221,8 +221,11 @@ export class DeploySource {
         let fields: Pick<Build, 'image' | 'workdir'> = { image: plan.image, workdir: source.workdir };
         if (images !== null && image !== null) {
           // The version is final here: the app's deploy lease is held until the release is published.
-          fields = { image: releaseImage(app.id, current.release.version + 1), workdir: null };
-          await tagSourceImage(images, image, fields.image);
+          const name = releaseImage(app.id, current.release.version + 1);
+          // A build pushed to a registry is recorded by its digest, which every node pulls;
+          // the engine that built it still names it `<app>:<version>`.
+          fields = { image: isDigestReference(image) ? image : name, workdir: null };
+          await tagSourceImage(images, image, name);
         }
         const build: Build = {
           uuid: this.deps.ids.uuid(), app: app.id, owner: actor.user.username, ...plan, ...fields, created: now, updated: now,

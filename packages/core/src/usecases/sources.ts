@@ -2,7 +2,7 @@ import { DomainError, NotAuthenticated, Unavailable } from '../errors';
 import type { App, User } from '../model/entities';
 import type { Repositories } from '../ports/repositories';
 import type { ImageBuilder, ImageBuildRequest } from '../ports/services';
-import { collectRetainedBuilds, isReleaseImage } from '../rules/sources';
+import { collectRetainedBuilds, isDigestReference, isReleaseImage } from '../rules/sources';
 import { logEvent, loadVisibleApp, type Actor, type CoreDependencies } from './context';
 
 /** The answer to an SSH key that does not open an account. */
@@ -89,7 +89,8 @@ export class ListRetainedWorkdirs {
 
 /**
  * Builds a pushed commit into an image before anything is written, streaming the build's
- * output; resolves with the image's id.
+ * output; resolves with the image's id, or its reference by digest when the builder pushes
+ * builds to a registry.
  * @throws RequestRejected `BUILD.FAILED` when the source does not build; Unavailable
  *   `BUILDER.FAILED` when the image builder cannot be used.
  */
@@ -134,7 +135,7 @@ export async function pruneSourceImages(deps: Pick<CoreDependencies, 'uow' | 'se
     const keep: string[] = [];
     for (const uuid of await retainedBuilds(repos, appId, deps.settings.buildRetention)) {
       const image = (await repos.builds.findByUuid(uuid))?.image;
-      if (image !== undefined && isReleaseImage(appId, image)) keep.push(image);
+      if (image !== undefined && (isReleaseImage(appId, image) || isDigestReference(image))) keep.push(image);
     }
     return await images.prune(appId, keep);
   } catch (error) {

@@ -1,0 +1,124 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { LABELS, createEngine, type Docker } from '@svc/scheduler-docker';
+import { loadConfig, startServer, type RunningServer } from '../src';
+import { ApiClient, signUp, type Session } from './support';
+import { WorkingCopy, keyPair, nodeApp } from '../../builder-git/test/support/git-client';
+
+jest.setTimeout(600_000);
+
+/** The two-node swarm and the registry of `.ci/swarm.sh`. */
+const TEST_SWARM_HOST = process.env.TEST_SWARM_HOST?.trim() || null;
+const TEST_SWARM_WORKER_HOST = process.env.TEST_SWARM_WORKER_HOST?.trim() || null;
+const TEST_SWARM_REGISTRY = process.env.TEST_SWARM_REGISTRY?.trim() || null;
+const READY = TEST_SWARM_HOST !== null && TEST_SWARM_WORKER_HOST !== null && TEST_SWARM_REGISTRY !== null;
+
+/** One GET through the router to the app; status 0 when no answer came. */
+function viaRouter(port: number, app: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path: '/', headers: { Host: `${app}.localhost` }, agent: false, timeout: 10_000 }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+      res.on('error', (error) => resolve({ status: 0, text: error.message }));
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer within 10 s')));
+    req.on('error', (error) => resolve({ status: 0, text: error.message }));
+    req.end();
+  });
+}
+
+const describeSwarm = READY ? describe : process.env.CI === 'true' ? describe : describe.skip;
+if (!READY && process.env.CI !== 'true') {
+  process.stdout.write('Git pushes on a two-node Docker Swarm (e2e) were not run: start one with eval "$(.ci/swarm.sh start)".\n');
+}
+
+/**
+ * REGISTRY end to end on the two-node swarm of `.ci/swarm.sh`: a git push is built on the
+ * manager's engine, pushed to the registry, recorded by digest, and its tasks run on both
+ * nodes, the worker pulling the exact image by that digest.
+ */
+describeSwarm('git pushes on a two-node Docker Swarm with a registry (SCHEDULER=swarm, REGISTRY)', () => {
+  const tag = process.pid.toString(36);
+  const prefix = `reg${tag}`;
+  const env = {
+    SCHEDULER: 'swarm',
+    DOCKER_HOST: TEST_SWARM_HOST ?? '',
+    REGISTRY: TEST_SWARM_REGISTRY ?? '',
+    DOCKER_INSTANCE: `e2e-reg-${tag}`,
+    SWARM_SERVICE_PREFIX: prefix,
+    SWARM_DRAIN_SECONDS: '1',
+    SWARM_HEALTH_INTERVAL_SECONDS: '1',
+    SWARM_UPDATE_MONITOR_SECONDS: '1',
+    HEALTHCHECK_TIMEOUT: '60',
+    GIT_SSH_PORT: '0',
+    STACK_IMAGE: `${TEST_SWARM_REGISTRY ?? ''}/svc-test/node:20`,
+    BUILD_TIMEOUT_SECONDS: '120',
+    ROUTER_PORT: '0',
+    LOG_LEVEL: 'silent',
+    HOST: '127.0.0.1',
+    PORT: '0',
+  };
+  let manager: Docker;
+  let worker: Docker;
+  let dataDir: string;
+  let server: RunningServer;
+  let alice: Session;
+  const routerPort = (): number => server.routerPort ?? 0;
+
+  beforeAll(async () => {
+    if (!READY) throw new Error('TEST_SWARM_HOST, TEST_SWARM_WORKER_HOST and TEST_SWARM_REGISTRY must be set under CI=true (.ci/swarm.sh starts a swarm)');
+    manager = createEngine(TEST_SWARM_HOST);
+    worker = createEngine(TEST_SWARM_WORKER_HOST);
+    dataDir = await mkdtemp(join(tmpdir(), 'svc-swarm-registry-e2e-'));
+    server = await startServer(loadConfig({ ...env, DATA_DIR: dataDir }), pino({ level: 'silent' }));
+    alice = await signUp(new ApiClient(server.url), `alice${tag}`);
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    if (manager) {
+      const left = await manager.listServices({ filters: { label: [`${LABELS.instance}=${env.DOCKER_INSTANCE}`] } });
+      await Promise.all(left.map((s) => manager.getService(s.ID as string).remove().catch(() => undefined)));
+    }
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('a git push is built on the manager, pushed to the registry and run by digest on both nodes', async () => {
+    const pushed = `swarmgit-${tag}`;
+    const root = await mkdtemp(join(tmpdir(), 'svc-swarm-git-'));
+    try {
+      expect((await alice.api.post('/v1/apps/', { id: pushed })).status).toBe(201);
+      const key = await keyPair(root, 'alice');
+      expect((await alice.api.post('/v1/keys/', { id: 'laptop', public: key.publicKey })).status).toBe(201);
+      const copy = await WorkingCopy.init(join(root, pushed), join(root, 'home'), key);
+      await copy.expectGit(['remote', 'add', 'svc', `ssh://git@127.0.0.1:${server.gitPort as number}/${pushed}.git`]);
+      await copy.commit(nodeApp('built and pushed'), 'first');
+
+      const outcome = await copy.git(['push', 'svc', 'main']);
+
+      expect(outcome.code).toBe(0);
+      expect(outcome.stderr).toMatch(new RegExp(`remote: +Pushed ${TEST_SWARM_REGISTRY as string}/${pushed}@sha256:[0-9a-f]{64}`));
+      const builds = (await alice.api.get<{ results: Array<{ image: string }> }>(`/v1/apps/${pushed}/builds/`)).body.results;
+      expect(builds).toEqual([expect.objectContaining({ image: expect.stringMatching(new RegExp(`^${TEST_SWARM_REGISTRY as string}/${pushed}@sha256:[0-9a-f]{64}$`)) })]);
+      expect((await alice.api.post(`/v1/apps/${pushed}/scale/`, { web: 2 })).status).toBe(204);
+      const webService = `${prefix}-${pushed}-web`;
+      const onWorkerNow = await worker.listContainers({ filters: { label: [`com.docker.swarm.service.name=${webService}`], status: ['running'] } });
+      expect(onWorkerNow).toHaveLength(1);
+      // The worker never had the image: it pulled the build by its digest.
+      expect((await worker.getImage(builds[0]?.image as string).inspect()).RepoDigests).toContain(builds[0]?.image);
+      for (let i = 0; i < 6; i++) expect(await viaRouter(routerPort(), pushed)).toEqual({ status: 200, text: 'built and pushed\n' });
+    } finally {
+      await alice.api.delete(`/v1/apps/${pushed}/`).catch(() => undefined);
+      for (const engine of [manager, worker]) {
+        const made = await engine.listImages({ filters: JSON.stringify({ label: [`svc.app=${pushed}`] }) });
+        for (const one of made) await engine.getImage(one.Id).remove({ force: true }).catch(() => undefined);
+      }
+      await rm(root, { recursive: true, force: true });
+    }
+  });
+});

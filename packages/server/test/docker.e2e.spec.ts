@@ -1,11 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { LABELS, createEngine, unguardHostFromBridge, type Docker } from '@svc/scheduler-docker';
 import { loadConfig, startServer, type RunningServer } from '../src';
-import { ApiClient, signUp, type Session } from './support';
+import { ApiClient, ENGINE_E2E_ENV, signUp, viaRouter, type Session } from './support';
 
 jest.setTimeout(300_000);
 
@@ -13,21 +12,6 @@ jest.setTimeout(300_000);
 const TEST_DOCKER_HOST = process.env.TEST_DOCKER_HOST?.trim() || null;
 const TEST_REGISTRY = process.env.TEST_REGISTRY?.trim() || null;
 const BUSYBOX = 'svc-test/busybox:1';
-
-function viaRouter(port: number, app: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/', headers: { Host: `${app}.localhost` }, agent: false, timeout: 10_000 }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-      res.on('error', () => resolve({ status: 0, text }));
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve({ status: 0, text: '' }));
-    req.end();
-  });
-}
 
 /** Makes an image that serves `text` on port 8080 with its own CMD, from the offline busybox image. */
 async function makeImage(docker: Docker, repo: string, tag: string, text: string): Promise<void> {
@@ -75,13 +59,7 @@ describeEngine('the controller on a Docker engine (SCHEDULER=docker)', () => {
     DOCKER_NETWORK: `svc-e2e-${tag}`,
     DOCKER_BRIDGE: `svce${tag}`.slice(0, 15),
     DOCKER_INSTANCE: `e2e-${tag}`,
-    HEALTHCHECK_TIMEOUT: '30',
-    PROCESS_STOP_TIMEOUT_SECONDS: '2',
-    GIT_SSH_PORT: 'off',
-    ROUTER_PORT: '0',
-    LOG_LEVEL: 'silent',
-    HOST: '127.0.0.1',
-    PORT: '0',
+    ...ENGINE_E2E_ENV,
   };
   let docker: Docker;
   let dataDir: string;

@@ -1,11 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { LABELS, createEngine, type Docker } from '@svc/scheduler-docker';
 import { loadConfig, startServer, type RunningServer } from '../src';
-import { ApiClient, signUp, type Session } from './support';
+import { ApiClient, signUp, viaRouter, type Session } from './support';
 import { WorkingCopy, keyPair, nodeApp } from '../../builder-git/test/support/git-client';
 
 jest.setTimeout(600_000);
@@ -15,22 +14,6 @@ const TEST_SWARM_HOST = process.env.TEST_SWARM_HOST?.trim() || null;
 const TEST_SWARM_WORKER_HOST = process.env.TEST_SWARM_WORKER_HOST?.trim() || null;
 const TEST_SWARM_REGISTRY = process.env.TEST_SWARM_REGISTRY?.trim() || null;
 const READY = TEST_SWARM_HOST !== null && TEST_SWARM_WORKER_HOST !== null && TEST_SWARM_REGISTRY !== null;
-
-/** One GET through the router to the app; status 0 when no answer came. */
-function viaRouter(port: number, app: string): Promise<{ status: number; text: string }> {
-  return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/', headers: { Host: `${app}.localhost` }, agent: false, timeout: 10_000 }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-      res.on('error', (error) => resolve({ status: 0, text: error.message }));
-    });
-    req.on('timeout', () => req.destroy(new Error('no answer within 10 s')));
-    req.on('error', (error) => resolve({ status: 0, text: error.message }));
-    req.end();
-  });
-}
 
 const describeSwarm = READY ? describe : process.env.CI === 'true' ? describe : describe.skip;
 if (!READY && process.env.CI !== 'true') {

@@ -1,11 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { LABELS, createEngine, type Docker } from '@svc/scheduler-docker';
 import { loadConfig, startServer, type RunningServer } from '../src';
-import { ApiClient, signUp, type Session } from './support';
+import { ApiClient, ENGINE_E2E_ENV, signUp, viaRouter, type Session } from './support';
 
 jest.setTimeout(300_000);
 
@@ -27,21 +26,6 @@ const WEB = [
   'exec httpd -f -p "$PORT" -h /tmp/www',
 ].join(' && ');
 
-function viaRouter(port: number, app: string, path = '/'): Promise<{ status: number; text: string; error?: string }> {
-  return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path, headers: { Host: `${app}.localhost` }, agent: false, timeout: 10_000 }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: text.trim() }));
-      res.on('error', (error) => resolve({ status: 0, text, error: error.message }));
-    });
-    req.on('timeout', () => req.destroy(new Error('timeout')));
-    req.on('error', (error) => resolve({ status: 0, text: '', error: error.message }));
-    req.end();
-  });
-}
-
 /** Steady traffic through the router: every answer that is not a 200 counts as a failed request. */
 function trafficThroughRouter(port: number, app: string, loops = 8): { stop(): Promise<{ ok: number; failed: string[]; last: string[] }> } {
   let running = true;
@@ -51,7 +35,7 @@ function trafficThroughRouter(port: number, app: string, loops = 8): { stop(): P
       const answer = await viaRouter(port, app, '/cgi-bin/slow');
       if (answer.status === 200) {
         report.ok++;
-        report.last.push(answer.text);
+        report.last.push(answer.text.trim());
         if (report.last.length > 8) report.last.shift();
       } else {
         report.failed.push(`${answer.status} ${answer.error ?? answer.text}`.trim());
@@ -94,13 +78,7 @@ describeSwarm('the controller on a two-node Docker Swarm (SCHEDULER=swarm)', () 
     SWARM_HEALTH_INTERVAL_SECONDS: '1',
     SWARM_UPDATE_MONITOR_SECONDS: '1',
     IMAGE_BUILDER: 'none',
-    HEALTHCHECK_TIMEOUT: '30',
-    PROCESS_STOP_TIMEOUT_SECONDS: '2',
-    GIT_SSH_PORT: 'off',
-    ROUTER_PORT: '0',
-    LOG_LEVEL: 'silent',
-    HOST: '127.0.0.1',
-    PORT: '0',
+    ...ENGINE_E2E_ENV,
   };
   let docker: Docker;
   let dataDir: string;
@@ -148,7 +126,7 @@ describeSwarm('the controller on a two-node Docker Swarm (SCHEDULER=swarm)', () 
     expect((await alice.api.post(`/v1/apps/${app}/scale/`, { web: 2 })).status).toBe(204);
     expect((await containers()).map((c) => `${c.type}.${c.num} ${c.state}`)).toEqual(['web.1 up', 'web.2 up']);
     expect(new Set(await taskNodes()).size).toBe(2);
-    expect(await viaRouter(server.routerPort ?? 0, app)).toEqual({ status: 200, text: 'one' });
+    expect(await viaRouter(server.routerPort ?? 0, app)).toEqual({ status: 200, text: 'one\n' });
     const logs = await alice.api.get(`/v1/apps/${app}/logs/`);
     expect(logs.text).toMatch(new RegExp(`${app}\\[web\\.[12]\\]: serving one`));
   });

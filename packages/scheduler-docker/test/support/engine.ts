@@ -67,14 +67,27 @@ export interface TestScheduler {
 
 let counter = 0;
 
+/**
+ * A client of the test engine at `host` that answers, and a tag unique to this call in this
+ * test process (for instance labels, names and prefixes).
+ * @throws Error naming the engine when it does not answer.
+ */
+export async function connectTestEngine(host: string | null, what: string): Promise<{ docker: Docker; tag: string; logs: InMemoryLogStore }> {
+  const docker = createEngine(host);
+  const reason = await pingEngine(docker, 5000);
+  if (reason !== null) throw new Error(`the ${what} at ${host ?? ''} does not answer: ${reason}`);
+  counter++;
+  return { docker, tag: `${process.pid.toString(36)}${counter}`, logs: new InMemoryLogStore() };
+}
+
+/** The lines of an app's log in the test store, as `source: message`. */
+export async function logLines(logs: InMemoryLogStore, app: string): Promise<string[]> {
+  return (await logs.tail(app, 10_000)).map((e: LogEntry) => `${e.source}: ${e.message}`);
+}
+
 /** Makes a scheduler for one test file; `cleanUp` removes its containers, network and host guard. */
 export async function testScheduler(overrides: Partial<DockerSchedulerOptions> = {}): Promise<TestScheduler> {
-  const docker = createEngine(TEST_DOCKER_HOST);
-  const reason = await pingEngine(docker, 5000);
-  if (reason !== null) throw new Error(`the Docker engine at ${TEST_DOCKER_HOST ?? ''} does not answer: ${reason}`);
-  counter++;
-  const tag = `${process.pid.toString(36)}${counter}`;
-  const logs = new InMemoryLogStore();
+  const { docker, tag, logs } = await connectTestEngine(TEST_DOCKER_HOST, 'Docker engine');
   const warnings: string[] = [];
   const options: DockerSchedulerOptions = {
     docker,
@@ -96,7 +109,7 @@ export async function testScheduler(overrides: Partial<DockerSchedulerOptions> =
     made.push(scheduler);
     return scheduler;
   };
-  const lines = async (app: string): Promise<string[]> => (await logs.tail(app, 10_000)).map((e: LogEntry) => `${e.source}: ${e.message}`);
+  const lines = (app: string): Promise<string[]> => logLines(logs, app);
   return {
     docker,
     logs,

@@ -1,9 +1,9 @@
 /// <reference types="jest" />
 import { request } from 'node:http';
 import type Docker from 'dockerode';
-import type { LogEntry } from '@svc/core';
 import { InMemoryLogStore } from '@svc/core/testing';
-import { LABELS, SwarmScheduler, createEngine, pingEngine, type SwarmSchedulerOptions } from '../../src';
+import { LABELS, SwarmScheduler, type SwarmSchedulerOptions } from '../../src';
+import { connectTestEngine, logLines } from './engine';
 
 const env = (name: string): string | null => (process.env[name]?.trim() ? (process.env[name] as string).trim() : null);
 
@@ -61,16 +61,9 @@ export interface TestSwarm {
   cleanUp(): Promise<void>;
 }
 
-let counter = 0;
-
 /** Makes a Swarm scheduler with short health checks, monitor periods and drains (quick tests). */
 export async function testSwarm(overrides: Partial<SwarmSchedulerOptions> = {}): Promise<TestSwarm> {
-  const docker = createEngine(TEST_SWARM_HOST);
-  const reason = await pingEngine(docker, 5000);
-  if (reason !== null) throw new Error(`the swarm manager at ${TEST_SWARM_HOST ?? ''} does not answer: ${reason}`);
-  counter++;
-  const tag = `${process.pid.toString(36)}${counter}`;
-  const logs = new InMemoryLogStore();
+  const { docker, tag, logs } = await connectTestEngine(TEST_SWARM_HOST, 'swarm manager');
   let changes = 0;
   const options: SwarmSchedulerOptions = {
     docker,
@@ -104,7 +97,7 @@ export async function testSwarm(overrides: Partial<SwarmSchedulerOptions> = {}):
     scheduler: make(),
     options,
     again: make,
-    lines: async (app) => (await logs.tail(app, 10_000)).map((e: LogEntry) => `${e.source}: ${e.message}`),
+    lines: (app) => logLines(logs, app),
     changes: () => changes,
     async cleanUp() {
       await Promise.all(made.map((s) => s.shutdown()));

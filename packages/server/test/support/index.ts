@@ -4,3 +4,4 @@ export * from './server';
 export * from './users';
 export * from './types';
 export * from './expectations';
+export * from './router';

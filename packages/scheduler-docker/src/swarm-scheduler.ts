@@ -893,7 +893,18 @@ export class SwarmScheduler implements Scheduler {
   }
 
   private async update(service: Service, info: ServiceInfo, body: ServiceSpec): Promise<void> {
-    await callEngine(this.docker, 'POST', `/services/${service.id}/update`, { version: info.Version.Index }, body);
+    let version = info.Version.Index;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await callEngine(this.docker, 'POST', `/services/${service.id}/update`, { version }, body);
+        return;
+      } catch (error) {
+        // Swarm itself changed the service meanwhile (the status of an update): its spec is
+        // ours, so the same spec goes again on the new version.
+        if (attempt >= 3 || !/out of sequence/i.test(engineReason(error))) throw error;
+        version = (await this.inspect(service)).Version.Index;
+      }
+    }
   }
 
   /** Reads the service's labels again (after Swarm rolled it back, the labels are the earlier ones too). */

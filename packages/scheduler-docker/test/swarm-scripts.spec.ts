@@ -27,9 +27,13 @@ describe('healthScript', () => {
 
   afterAll(() => new Promise<void>((done) => server.close(() => done())));
 
-  it('succeeds when a socket listens on the port and fails when none does, with only sh and grep', () => {
+  it('succeeds when a socket listens on the port and fails when none does, with only sh and grep', async () => {
     expect(spawnSync('/bin/sh', ['-c', healthScript(port, undefined)]).status).toBe(0);
-    const closed = port === 65535 ? port - 1 : port + 1;
+    // A port that was just free, and is again once its listener closed.
+    const other = createServer();
+    await new Promise<void>((done) => other.listen(0, '127.0.0.1', done));
+    const closed = (other.address() as { port: number }).port;
+    await new Promise<void>((done) => other.close(() => done()));
     expect(spawnSync('/bin/sh', ['-c', healthScript(closed, '')]).status).not.toBe(0);
   });
 

@@ -83,8 +83,38 @@ docker_engine_images() {
   docker_engine_log "images: svc-test/busybox:1 svc-test/node:20"
 }
 
+# A port free on the given address (127.0.0.1 by default).
 docker_engine_free_port() {
-  node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close();});'
+  node -e 'const s=require("net").createServer().listen(0,process.argv[1],()=>{console.log(s.address().port);s.close();});' "${1:-127.0.0.1}"
+}
+
+# Starts Debian's docker-registry on <addr:port>, storing under <dir>/registry, its pid in
+# <dir>/registry.pid (the stop functions kill it), and waits until it answers.
+docker_registry_start() {
+  local dir="$1" addr="$2"
+  mkdir -p "$dir/registry"
+  cat >"$dir/registry.yml" <<EOF
+version: 0.1
+log:
+  level: warn
+storage:
+  filesystem:
+    rootdirectory: $dir/registry
+  delete:
+    enabled: true
+http:
+  addr: $addr
+EOF
+  docker-registry serve "$dir/registry.yml" >"$dir/registry.log" 2>&1 &
+  echo $! >"$dir/registry.pid"
+  local _
+  for _ in $(seq 1 30); do
+    if node -e 'require("http").get(process.argv[1],r=>process.exit(r.statusCode===200?0:1)).on("error",()=>process.exit(1))' "http://$addr/v2/"; then return 0; fi
+    sleep 0.5
+  done
+  docker_engine_log "docker-registry did not answer on $addr; its log:"
+  tail -n 30 "$dir/registry.log"
+  return 1
 }
 
 docker_engine_stop() {
@@ -169,31 +199,7 @@ docker_engine_start() {
 
   local port
   port="$(docker_engine_free_port)"
-  mkdir -p "$dir/registry"
-  cat >"$dir/registry.yml" <<EOF
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $dir/registry
-  delete:
-    enabled: true
-http:
-  addr: 127.0.0.1:$port
-EOF
-  docker-registry serve "$dir/registry.yml" >"$dir/registry.log" 2>&1 &
-  echo $! >"$dir/registry.pid"
-  ok=
-  for _ in $(seq 1 30); do
-    if node -e 'require("http").get(process.argv[1],r=>process.exit(r.statusCode===200?0:1)).on("error",()=>process.exit(1))' "http://127.0.0.1:$port/v2/"; then ok=1; break; fi
-    sleep 0.5
-  done
-  if [ -z "$ok" ]; then
-    docker_engine_log "docker-registry did not answer; its log:"
-    tail -n 30 "$dir/registry.log"
-    return 1
-  fi
+  docker_registry_start "$dir" "127.0.0.1:$port" || return 1
   export TEST_REGISTRY="127.0.0.1:$port"
   docker_engine_log "TEST_DOCKER_HOST=$TEST_DOCKER_HOST TEST_REGISTRY=$TEST_REGISTRY"
 }

@@ -170,40 +170,16 @@ swarm_start() {
 
   # The registry on the host end of the bridge, on a port free there.
   local port
-  port="$(node -e 'const s=require("net").createServer().listen(0,process.argv[1],()=>{console.log(s.address().port);s.close();});' "$host_addr")" ||
+  port="$(docker_engine_free_port "$host_addr")" ||
     { swarm_log "no free port on $host_addr"; return 1; }
   local registry="$host_addr:$port"
-  mkdir -p "$dir/registry"
-  cat >"$dir/registry.yml" <<EOF
-version: 0.1
-log:
-  level: warn
-storage:
-  filesystem:
-    rootdirectory: $dir/registry
-  delete:
-    enabled: true
-http:
-  addr: $registry
-EOF
-  docker-registry serve "$dir/registry.yml" >"$dir/registry.log" 2>&1 &
-  echo $! >"$dir/registry.pid"
+  docker_registry_start "$dir" "$registry" >&2 || return 1
 
   swarm_log "starting the manager and the worker in $dir"
   swarm_dockerd "$dir" manager "$name-m" "$registry"
   swarm_dockerd "$dir" worker "$name-w" "$registry"
   swarm_wait_engine "$dir" manager || return 1
   swarm_wait_engine "$dir" worker || return 1
-  local ok=
-  for _ in $(seq 1 30); do
-    if node -e 'require("http").get(process.argv[1],r=>process.exit(r.statusCode===200?0:1)).on("error",()=>process.exit(1))' "http://$registry/v2/"; then ok=1; break; fi
-    sleep 0.5
-  done
-  if [ -z "$ok" ]; then
-    swarm_log "docker-registry did not answer on $registry; its log:"
-    tail -n 30 "$dir/registry.log" >&2
-    return 1
-  fi
   swarm_log "engines up after $((SECONDS - started)) s"
 
   local manager="unix://$dir/manager.sock" worker="unix://$dir/worker.sock"

@@ -1,11 +1,10 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type Docker from 'dockerode';
 import { describeEachBackend, signUp, useServer, type Session } from '../../server/test/support';
 import { WorkingCopy, keyPair, nodeApp, type KeyPair } from '../../builder-git/test/support/git-client';
 import { APP_LABEL, APP_UID } from '../src';
-import { BUSYBOX_IMAGE, NODE_IMAGE, TEST_DOCKER_HOST, describeWithEngineClient as describeWithEngine } from './support/engine';
+import { BUSYBOX_IMAGE, NODE_IMAGE, TEST_DOCKER_HOST, describeWithEngineClient as describeWithEngine, imageExists, runIn } from './support/engine';
 
 interface BuildJson {
   uuid: string;
@@ -18,21 +17,7 @@ interface ReleaseJson {
   build: string | null;
 }
 
-/** Runs a command in a new container of `image` (no network) and resolves with its output. */
-async function runIn(docker: Docker, image: string, cmd: string[] | null = null): Promise<string> {
-  const container = await docker.createContainer({ Image: image, ...(cmd === null ? {} : { Cmd: cmd }), HostConfig: { NetworkMode: 'none' }, Tty: true });
-  try {
-    await container.start();
-    await container.wait();
-    return (await container.logs({ stdout: true, stderr: true })).toString('utf8').replace(/\r/g, '');
-  } finally {
-    await container.remove({ force: true });
-  }
-}
 
-async function exists(docker: Docker, image: string): Promise<boolean> {
-  return docker.getImage(image).inspect().then(() => true, () => false);
-}
 
 /** A Dockerfile app: busybox with the commit's message file, printing it. */
 const dockerApp = (message: string): Record<string, string> => ({
@@ -137,11 +122,11 @@ describeWithEngine('git push builds images', (engine) => {
       expect(outcome.stderr).toContain('no release was made and the branch did not move');
       expect((await releases(web)).map((r) => r.version)).toEqual([4, 3, 2, 1]);
       expect(await builds(web)).toHaveLength(2);
-      expect(await exists(engine(), `${web}:5`)).toBe(false);
+      expect(await imageExists(engine(), `${web}:5`)).toBe(false);
       const base = (await engine().getImage(BUSYBOX_IMAGE).inspect()).Id.slice('sha256:'.length, 'sha256:'.length + 12);
       const layers = [...outcome.stderr.matchAll(/remote: {8} ---> ([0-9a-f]{12})\s*$/gm)].map((m) => m[1] as string).filter((id) => id !== base);
       expect(layers.length).toBeGreaterThanOrEqual(1);
-      for (const layer of layers) expect(await exists(engine(), layer)).toBe(false);
+      for (const layer of layers) expect(await imageExists(engine(), layer)).toBe(false);
       const after = await engine().listImages({ all: true, filters: JSON.stringify({ label: [`${APP_LABEL}=${web}`] }) });
       expect(after.map((i) => i.Id).sort()).toEqual(before.map((i) => i.Id).sort());
       await webCopy.expectGit(['reset', '--quiet', '--hard', 'HEAD~1']);
@@ -153,9 +138,9 @@ describeWithEngine('git push builds images', (engine) => {
       expect((await webCopy.git(['push', 'svc', 'main'])).code).toBe(0);
 
       // Kept: the builds of v5 (new) and v4 (myapp:2 again); v3's image goes.
-      expect(await exists(engine(), `${web}:5`)).toBe(true);
-      expect(await exists(engine(), `${web}:2`)).toBe(true);
-      expect(await exists(engine(), `${web}:3`)).toBe(false);
+      expect(await imageExists(engine(), `${web}:5`)).toBe(true);
+      expect(await imageExists(engine(), `${web}:2`)).toBe(true);
+      expect(await imageExists(engine(), `${web}:3`)).toBe(false);
       const refused = await alice.api.post<{ detail: string }>('/v1/apps/' + web + '/releases/rollback/', { version: 3 });
       expect(refused.status).toBe(400);
       expect(refused.body.detail).toMatch(/can no longer be rolled back to/);

@@ -4,33 +4,9 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { BUILD_FAILED, DomainError } from '@svc/core';
 import { APP_LABEL, APP_UID, DockerImageBuilder } from '../src';
-import { BUSYBOX_IMAGE, describeWithEngineClient as describeWithEngine } from './support/engine';
+import { BUSYBOX_IMAGE, describeWithEngineClient as describeWithEngine, imageExists, runIn } from './support/engine';
 
-/** Runs a command in a new container of `image` (no network) and resolves with its output. */
-async function runIn(docker: Docker, image: string, cmd: string[] | null = null): Promise<string> {
-  const container = await docker.createContainer({
-    Image: image,
-    ...(cmd === null ? {} : { Cmd: cmd }),
-    HostConfig: { NetworkMode: 'none' },
-    Tty: true,
-  });
-  try {
-    await container.start();
-    await container.wait();
-    return (await container.logs({ stdout: true, stderr: true })).toString('utf8').replace(/\r/g, '');
-  } finally {
-    await container.remove({ force: true });
-  }
-}
 
-async function exists(docker: Docker, image: string): Promise<boolean> {
-  try {
-    await docker.getImage(image).inspect();
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function failureOf(promise: Promise<unknown>): Promise<DomainError> {
   try {
@@ -153,8 +129,8 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
     const base = (await engine().getImage(BUSYBOX_IMAGE).inspect()).Id.replace('sha256:', '').slice(0, 12);
     const made = layers.filter((layer) => layer !== base);
     expect(made.length).toBeGreaterThanOrEqual(2);
-    for (const layer of made) expect(await exists(engine(), layer)).toBe(false);
-    expect(await exists(engine(), BUSYBOX_IMAGE)).toBe(true);
+    for (const layer of made) expect(await imageExists(engine(), layer)).toBe(false);
+    expect(await imageExists(engine(), BUSYBOX_IMAGE)).toBe(true);
   }, 180_000);
 
   it('fails a Dockerfile the engine cannot parse with the engine\'s reason', async () => {
@@ -247,15 +223,15 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
       const removed = await builder.prune(app, [`${app}:13`, `${app}:1`, `${app}:2`]);
 
       expect(removed).toEqual([`${app}:11`, `${app}:31`]);
-      expect(await exists(engine(), `${app}:11`)).toBe(false);
-      expect(await exists(engine(), `${app}:12`)).toBe(true);
-      expect(await exists(engine(), `${app}:13`)).toBe(true);
-      expect(await exists(engine(), `${other}:1`)).toBe(true);
+      expect(await imageExists(engine(), `${app}:11`)).toBe(false);
+      expect(await imageExists(engine(), `${app}:12`)).toBe(true);
+      expect(await imageExists(engine(), `${app}:13`)).toBe(true);
+      expect(await imageExists(engine(), `${other}:1`)).toBe(true);
     } finally {
       await user.remove({ force: true });
     }
     expect(await builder.prune(app, [`${app}:13`])).toEqual([`${app}:1`, `${app}:12`, `${app}:2`]);
-    expect(await exists(engine(), `${app}:13`)).toBe(true);
+    expect(await imageExists(engine(), `${app}:13`)).toBe(true);
   }, 240_000);
 
   it('removes an image with every name it has', async () => {
@@ -266,7 +242,7 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
     await builder.remove(id);
     await builder.remove(id);
 
-    expect(await exists(engine(), `${app}:21`)).toBe(false);
-    expect(await exists(engine(), id)).toBe(false);
+    expect(await imageExists(engine(), `${app}:21`)).toBe(false);
+    expect(await imageExists(engine(), id)).toBe(false);
   }, 120_000);
 });

@@ -5,33 +5,14 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { Unavailable, buildSourceImage, isDigestReference } from '@svc/core';
 import { APP_LABEL, DockerImageBuilder, createEngine } from '../src';
-import { BUSYBOX_IMAGE, TEST_REGISTRY, describeWithEngineClient as describeWithEngine, itWithRegistry } from './support/engine';
+import { BUSYBOX_IMAGE, TEST_REGISTRY, describeWithEngineClient as describeWithEngine, itWithRegistry, imageExists, runIn } from './support/engine';
 
 /** The two engines and the registry of `.ci/swarm.sh`, when it ran. */
 const SWARM_HOST = process.env.TEST_SWARM_HOST?.trim() || null;
 const SWARM_WORKER_HOST = process.env.TEST_SWARM_WORKER_HOST?.trim() || null;
 const SWARM_REGISTRY = process.env.TEST_SWARM_REGISTRY?.trim() || null;
 
-/** Runs a command in a new container of `image` (no network) and resolves with its output. */
-async function runIn(docker: Docker, image: string, cmd: string[]): Promise<string> {
-  const container = await docker.createContainer({ Image: image, Cmd: cmd, HostConfig: { NetworkMode: 'none' }, Tty: true });
-  try {
-    await container.start();
-    await container.wait();
-    return (await container.logs({ stdout: true, stderr: true })).toString('utf8').replace(/\r/g, '');
-  } finally {
-    await container.remove({ force: true });
-  }
-}
 
-async function exists(docker: Docker, image: string): Promise<boolean> {
-  try {
-    await docker.getImage(image).inspect();
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Pulls `image` into the engine, failing with the engine's reason. */
 async function pull(docker: Docker, image: string): Promise<void> {
@@ -113,8 +94,8 @@ describeWithEngine('DockerImageBuilder with a registry (REGISTRY)', (engine) => 
 
     // Gone from the engine, every name with it; pulled again by digest, the same files.
     await builder.remove(reference);
-    expect(await exists(docker, `${app}:1`)).toBe(false);
-    expect(await exists(docker, reference)).toBe(false);
+    expect(await imageExists(docker, `${app}:1`)).toBe(false);
+    expect(await imageExists(docker, reference)).toBe(false);
     await pull(docker, reference);
     expect(await runIn(docker, reference, ['cat', '/app/marker.txt'])).toBe('first build');
   }, 180_000);
@@ -132,8 +113,8 @@ describeWithEngine('DockerImageBuilder with a registry (REGISTRY)', (engine) => 
     const removed = await builder.prune(app, [second]);
     expect(removed).toEqual(expect.arrayContaining([`${app}:2`]));
     expect(removed).not.toContain(`${app}:3`);
-    expect(await exists(docker, first)).toBe(false);
-    expect(await exists(docker, `${app}:3`)).toBe(true);
+    expect(await imageExists(docker, first)).toBe(false);
+    expect(await imageExists(docker, `${app}:3`)).toBe(true);
     expect(await runIn(docker, second, ['cat', '/app/marker.txt'])).toBe('third build');
   }, 180_000);
 
@@ -201,7 +182,7 @@ describeWithSwarm('DockerImageBuilder with the registry of a two-node swarm', ()
     const builder = new DockerImageBuilder(manager, { stackImage: `${registry}/${BUSYBOX_IMAGE}`, timeoutMs: 120_000, registry });
     const reference = await builder.build({ app, appUuid: `uuid-${app}`, directory: await checkout(root, 'swarm', 'built on the manager'), kind: 'procfile' }, () => undefined);
     expect(reference.startsWith(`${registry}/${app}@sha256:`)).toBe(true);
-    expect(await exists(worker, reference)).toBe(false);
+    expect(await imageExists(worker, reference)).toBe(false);
     await pull(worker, reference);
     expect(await runIn(worker, reference, ['cat', '/app/marker.txt'])).toBe('built on the manager');
   }, 180_000);

@@ -153,3 +153,28 @@ export function describeWithEngineClient(title: string, body: (docker: () => Doc
   };
   describeWithEngine(title, () => body(client));
 }
+
+/** Runs a command (or the image's own) in a new container of `image` with no network, and resolves with its output. */
+export async function runIn(docker: Docker, image: string, cmd: string[] | null = null): Promise<string> {
+  const container = await docker.createContainer({
+    Image: image,
+    ...(cmd === null ? {} : { Cmd: cmd }),
+    HostConfig: { NetworkMode: 'none' },
+    Tty: true,
+  });
+  try {
+    await container.start();
+    await container.wait();
+    return (await container.logs({ stdout: true, stderr: true })).toString('utf8').replace(/\r/g, '');
+  } finally {
+    await container.remove({ force: true });
+  }
+}
+
+/** Whether the engine has an image of that name or id. */
+export async function imageExists(docker: Docker, image: string): Promise<boolean> {
+  return docker.getImage(image).inspect().then(
+    () => true,
+    () => false,
+  );
+}

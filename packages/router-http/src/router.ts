@@ -1,13 +1,13 @@
-import { Agent, STATUS_CODES, createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import { Agent, STATUS_CODES, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
+import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { SecureContextCache, type SecureContextCacheOptions } from './certificates';
 import { endToEnd, forwardedHeaders, withoutBody } from './headers';
 import { hostNameOf } from './host';
 import { ConnectionLimiter } from './limits';
 import type { CertificateStore, RequestObserver, ResolvedRoute, RouteTable, RouteTarget, RouterLogger } from './ports';
+import { Relay, type Exchanged, type Routing } from './relay';
 import { RouteCache } from './route-cache';
 
 /** Limits on the connections of clients, and how long they may take. */
@@ -60,13 +60,6 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 
 const silentLogger: RouterLogger = Object.freeze({ info: () => undefined, warn: () => undefined, error: () => undefined });
 
-/** What one request's log line says about its routing. */
-interface Routing {
-  app: string | null;
-  target: string | null;
-  attempts: number;
-}
-
 const keyOf = (target: RouteTarget): string => `${target.host}:${target.port}`;
 
 /** The path of a request URL without its query string, for logs. */
@@ -106,6 +99,7 @@ export class AppRouter {
   private readonly idleTimeoutMs: number;
   private readonly pool: Required<UpstreamPoolOptions>;
   private readonly pruner: ReturnType<typeof setInterval>;
+  private readonly relay: Relay;
   private closing = false;
 
   constructor(private readonly options: AppRouterOptions) {
@@ -124,9 +118,22 @@ export class AppRouter {
     // Pools of processes that are gone end up empty: forget them.
     this.pruner = setInterval(() => this.prunePools(), 10_000);
     this.pruner.unref();
+    this.relay = new Relay({
+      lookUp: (host, reply, routing) => this.lookUp(host, reply, routing),
+      targetsOf: (host, route) => this.targetsOf(host, route),
+      finished: (exchanged) => this.relayed(exchanged),
+      logger: this.logger,
+      connectTimeoutMs: this.connectTimeoutMs,
+      idleTimeoutMs: this.idleTimeoutMs,
+      headersTimeoutMs: this.headersTimeoutMs,
+      pool: this.pool,
+    });
   }
 
-  /** Handles one request of an HTTP or HTTPS server, e.g. one the embedder created. */
+  /**
+   * Handles one request of an embedder's own node:http or node:https server (the router's
+   * listeners use the relay instead): the same routing, pools of its own.
+   */
   readonly handleRequest = (req: IncomingMessage, res: ServerResponse): void => {
     this.route(req, res, isEncrypted(req.socket));
   };
@@ -136,9 +143,14 @@ export class AppRouter {
     void this.upgrade(req, socket, head, isEncrypted(req.socket));
   };
 
-  /** Starts a plain HTTP listener; port 0 picks a free one. */
+  /** Starts a plain HTTP listener (the relay); port 0 picks a free one. */
   listen(port: number, host: string): Promise<AddressInfo> {
-    return this.start(createServer(this.serverOptions()), port, host);
+    const server = createNetServer({ allowHalfOpen: true, noDelay: true });
+    server.on('connection', (socket: Socket) => {
+      if (this.limiter.admit(socket)) this.relay.accept(socket, false);
+      else socket.destroy();
+    });
+    return this.start(server, port, host);
   }
 
   /**
@@ -149,7 +161,13 @@ export class AppRouter {
    */
   listenTls(port: number, host: string): Promise<AddressInfo> {
     if (this.contexts === null) throw new Error('Serving HTTPS needs a certificate store');
-    return this.start(createHttpsServer({ ...this.serverOptions(), SNICallback: this.contexts.sniCallback, handshakeTimeout: this.headersTimeoutMs }), port, host);
+    const server = createTlsServer({ SNICallback: this.contexts.sniCallback, handshakeTimeout: this.headersTimeoutMs, noDelay: true });
+    server.on('connection', (socket: Socket) => {
+      if (!this.limiter.admit(socket)) socket.destroy();
+    });
+    server.on('secureConnection', (socket: TLSSocket) => this.relay.accept(socket, true));
+    server.on('tlsClientError', (_error: Error, socket: TLSSocket) => socket.destroy());
+    return this.start(server, port, host);
   }
 
   /** Forgets the cached certificate of a server name (or of all), e.g. after one was replaced. */
@@ -173,45 +191,14 @@ export class AppRouter {
     for (const socket of this.tunnels) socket.destroy();
     const servers = this.servers.splice(0);
     const closed = servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
-    for (const server of servers) server.closeIdleConnections();
-    const timer = setTimeout(() => {
-      for (const server of servers) server.closeAllConnections();
-    }, timeoutMs);
+    await this.relay.close(timeoutMs);
     await Promise.all(closed);
-    clearTimeout(timer);
     for (const agent of this.pools.values()) agent.destroy();
     this.pools.clear();
   }
 
-  private serverOptions(): { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number; connectionsCheckingInterval: number } {
-    return {
-      headersTimeout: this.headersTimeoutMs,
-      // A body may take long (uploads); a stalled one is cut by the idle timeout.
-      requestTimeout: 0,
-      keepAliveTimeout: this.idleTimeoutMs,
-      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(this.headersTimeoutMs / 2))),
-    };
-  }
-
   private async start(server: Server, port: number, host: string): Promise<AddressInfo> {
     server.maxConnections = this.maxConnections;
-    // Sockets quiet for the idle timeout are destroyed (node's default when nobody listens for `timeout`).
-    server.timeout = this.idleTimeoutMs;
-    server.on('connection', (socket: Socket) => {
-      if (!this.limiter.admit(socket)) socket.destroy();
-    });
-    server.on('request', this.handleRequest);
-    server.on('upgrade', this.handleUpgrade);
-    server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
-      if (!socket.writable || error.code === 'ECONNRESET') {
-        socket.destroy();
-        return;
-      }
-      const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-      rawAnswer(socket, status, `${STATUS_CODES[status] ?? 'Bad request'}.\n`);
-      // A client that does not read its answer does not keep the connection either.
-      setTimeout(() => socket.destroy(), 1000).unref();
-    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {
@@ -334,7 +321,29 @@ export class AppRouter {
     });
   }
 
-  /** The access log line (sampled) and the observer's figures of one request. */
+  /** The access log line (sampled) and the observer's figures of one request of the relay. */
+  private relayed(exchanged: Exchanged): void {
+    const { status, routing, durationMs } = exchanged;
+    this.options.observer?.request(routing.app, status, durationMs);
+    if (status < 500 && (this.sample === 0 || (this.sample < 1 && Math.random() >= this.sample))) return;
+    this.logger.info(
+      {
+        host: exchanged.host,
+        app: routing.app,
+        method: exchanged.method,
+        path: pathOf(exchanged.url),
+        status,
+        target: routing.target,
+        attempts: routing.attempts,
+        durationMs,
+        client: exchanged.client,
+        ...(exchanged.aborted ? { aborted: true } : {}),
+      },
+      'routed',
+    );
+  }
+
+  /** The access log line (sampled) and the observer's figures of one request of an embedder's server. */
   private finished(req: IncomingMessage, res: ServerResponse, host: string | null, routing: Routing, started: bigint): void {
     const durationMs = Number((process.hrtime.bigint() - started) / 1000n) / 1000;
     this.options.observer?.request(routing.app, res.statusCode, durationMs);

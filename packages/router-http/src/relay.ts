@@ -21,7 +21,8 @@ export interface Routing {
 
 /** The processes of a route, in the order to try them. */
 export interface Targets {
-  next(): Promise<RouteTarget | null>;
+  /** The next target (a promise only when it takes a fresh lookup), null when none is left. */
+  next(): RouteTarget | null | Promise<RouteTarget | null>;
   gone(): boolean;
 }
 
@@ -307,7 +308,7 @@ class Inbound {
 
 /** One request and its answer. */
 class Exchange {
-  private readonly started = process.hrtime.bigint();
+  private readonly started = performance.now();
   private readonly routing: Routing = { app: null, target: null, attempts: 0 };
   private host: string | null = null;
   private status = 0;
@@ -364,11 +365,16 @@ class Exchange {
     this.targets = this.relay.ctx.targetsOf(this.host as string, route);
     // The body is asked for only once the request is routed (Expect is not passed on).
     if (this.head.expectContinue && !this.bodyDone && this.head.minor === 1) this.inbound.socket.write('HTTP/1.1 100 Continue\r\n\r\n');
-    void this.tryNext();
+    this.tryNext();
   }
 
-  private async tryNext(): Promise<void> {
-    const target = await (this.targets as Targets).next();
+  private tryNext(): void {
+    const next = (this.targets as Targets).next();
+    if (next instanceof Promise) void next.then((target) => this.tryTarget(target));
+    else this.tryTarget(next);
+  }
+
+  private tryTarget(target: RouteTarget | null): void {
     if (this.over) return;
     if (target === null) {
       const app = this.routing.app ?? 'this app';
@@ -690,7 +696,7 @@ class Exchange {
     this.upstream = null;
     if (!upstream.connected) {
       // Refused, or not accepted in time: nothing reached that process, any request may go to the next.
-      void this.tryNext();
+      this.tryNext();
       return;
     }
     if (this.response === null) {
@@ -790,7 +796,7 @@ class Exchange {
       // Nothing was answered to a client that left first: 499, as in nginx's logs.
       status: this.status === 0 ? 499 : this.status,
       routing: this.routing,
-      durationMs: Number((process.hrtime.bigint() - this.started) / 1000n) / 1000,
+      durationMs: Math.round((performance.now() - this.started) * 1000) / 1000,
       client: this.inbound.address,
       aborted,
     });

@@ -7,7 +7,7 @@ import { endToEnd, forwardedHeaders, withoutBody } from './headers';
 import { hostNameOf } from './host';
 import { ConnectionLimiter } from './limits';
 import type { CertificateStore, RequestObserver, ResolvedRoute, RouteTable, RouteTarget, RouterLogger } from './ports';
-import { Relay, type Exchanged, type Routing } from './relay';
+import { Relay, type Exchanged, type Routing, type Targets } from './relay';
 import { RouteCache } from './route-cache';
 
 /** Limits on the connections of clients, and how long they may take. */
@@ -268,40 +268,16 @@ export class AppRouter {
     return route;
   }
 
-  /** The route's targets starting with the app's next turn. */
-  private rotation(route: ResolvedRoute): RouteTarget[] {
+  /**
+   * Hands out the route's targets starting with the app's next turn (round robin per app),
+   * then those of one fresh lookup that were not tried; null when none is left, with `gone`
+   * set when the fresh lookup found no process (or no app) at all. Synchronous until the
+   * fresh lookup.
+   */
+  private targetsOf(host: string, route: ResolvedRoute): Targets {
     const turn = this.turns.get(route.app) ?? 0;
     this.turns.set(route.app, (turn + 1) % Number.MAX_SAFE_INTEGER);
-    const start = turn % route.targets.length;
-    return start === 0 ? [...route.targets] : [...route.targets.slice(start), ...route.targets.slice(0, start)];
-  }
-
-  /**
-   * Hands out targets in turn, then those of one fresh lookup that were not tried; resolves
-   * to null when none is left, with `gone` set when the fresh lookup found no process (or no
-   * app) at all.
-   */
-  private targetsOf(host: string, route: ResolvedRoute): { next: () => Promise<RouteTarget | null>; gone: () => boolean } {
-    let queue = this.rotation(route);
-    const tried = new Set<string>();
-    let lookedAgain = false;
-    let gone = false;
-    return {
-      gone: () => gone,
-      next: async () => {
-        let target = queue.shift();
-        if (target === undefined && !lookedAgain) {
-          lookedAgain = true;
-          const again = await this.routes.resolve(host, true).catch(() => undefined);
-          gone = again === null || (again !== undefined && again.targets.length === 0);
-          queue = (again?.targets ?? []).filter((candidate) => !tried.has(keyOf(candidate)));
-          target = queue.shift();
-        }
-        if (target === undefined) return null;
-        tried.add(keyOf(target));
-        return target;
-      },
-    };
+    return new TargetQueue(this.routes, host, route.targets, turn % Math.max(1, route.targets.length));
   }
 
   private route(req: IncomingMessage, res: ServerResponse, secure: boolean): void {
@@ -365,7 +341,7 @@ export class AppRouter {
     );
   }
 
-  private forward(req: IncomingMessage, res: ServerResponse, secure: boolean, targets: ReturnType<AppRouter['targetsOf']>, routing: Routing): void {
+  private forward(req: IncomingMessage, res: ServerResponse, secure: boolean, targets: Targets, routing: Routing): void {
     const bodyless = withoutBody(req);
     const retriable = bodyless && IDEMPOTENT.has(req.method ?? '');
     const headers = forwardedHeaders(req, secure);
@@ -550,6 +526,43 @@ export class AppRouter {
     this.tunnels.add(socket);
     socket.on('error', () => socket.destroy());
     socket.once('close', () => this.tunnels.delete(socket));
+  }
+}
+
+/** The targets of one request, in the order to try them (see `AppRouter.targetsOf`). */
+class TargetQueue implements Targets {
+  private index = 0;
+  private again: RouteTarget[] | null = null;
+  private lookedAgain = false;
+  private wentAway = false;
+
+  constructor(
+    private readonly routes: RouteCache,
+    private readonly host: string,
+    private readonly targets: readonly RouteTarget[],
+    private readonly start: number,
+  ) {}
+
+  gone(): boolean {
+    return this.wentAway;
+  }
+
+  next(): RouteTarget | null | Promise<RouteTarget | null> {
+    if (this.again !== null) return this.again[this.index++] ?? null;
+    const count = this.targets.length;
+    if (this.index < count) return this.targets[(this.start + this.index++) % count] as RouteTarget;
+    if (this.lookedAgain) return null;
+    this.lookedAgain = true;
+    return this.routes
+      .resolve(this.host, true)
+      .catch(() => undefined)
+      .then((route) => {
+        this.wentAway = route === null || (route !== undefined && route.targets.length === 0);
+        const tried = new Set(this.targets.map(keyOf));
+        this.again = (route?.targets ?? []).filter((candidate) => !tried.has(keyOf(candidate)));
+        this.index = 0;
+        return this.again[this.index++] ?? null;
+      });
   }
 }
 

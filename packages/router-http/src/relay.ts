@@ -509,10 +509,12 @@ class Exchange {
     else this.inbound.socket.destroy();
   }
 
-  /** The client half-closed its connection. */
+  /**
+   * The client closed its side of the connection while its request is in flight: it is taken
+   * as gone (as node:http and nginx do), and the request to the process is closed.
+   */
   clientEnded(): void {
-    // A body that can no longer be complete: the request is abandoned.
-    if (!this.bodyDone) this.inbound.socket.destroy();
+    this.inbound.socket.destroy();
   }
 
   /** Bytes from the process. */

@@ -295,6 +295,64 @@ describe('the relay', () => {
     });
   });
 
+  describe('limits towards processes', () => {
+    it('opens at most maxSockets connections to a process; further requests wait for one and are answered', async () => {
+      const slow = await startUpstream('slow', (req, res) => setTimeout(() => res.end(req.url), 100));
+      servers.push(slow.server);
+      let open = 0;
+      let most = 0;
+      slow.server.on('connection', (socket: Socket) => {
+        open += 1;
+        most = Math.max(most, open);
+        socket.once('close', () => {
+          open -= 1;
+        });
+      });
+      routes.set('slow.svc.test', 'slow', [slow.target]);
+      const limited = new AppRouter({ routes, upstream: { maxSockets: 2 } });
+      const limitedPort = (await limited.listen(0, '127.0.0.1')).port;
+
+      const answers = await Promise.all(Array.from({ length: 6 }, (_, i) => send(limitedPort, { host: 'slow.svc.test', path: `/${i}` })));
+      await limited.close(500);
+
+      expect(answers.map((a) => [a.status, a.body])).toEqual(Array.from({ length: 6 }, (_, i) => [200, `/${i}`]));
+      expect(most).toBe(2);
+    });
+  });
+
+  describe('clients that leave', () => {
+    it('closes the request to the process and reports status 499, aborted, to the log and the observer', async () => {
+      const lines: Array<Record<string, unknown>> = [];
+      const observed: Array<[string | null, number]> = [];
+      let processSawClose = false;
+      const hanging = await startUpstream('hanging', (req) => {
+        req.socket.once('close', () => {
+          processSawClose = true;
+        });
+      });
+      servers.push(hanging.server);
+      routes.set('hang.svc.test', 'hang', [hanging.target]);
+      const watched = new AppRouter({
+        routes,
+        logger: { info: (obj) => void lines.push(obj as Record<string, unknown>), warn: () => undefined, error: () => undefined },
+        observer: { request: (app, status) => void observed.push([app, status]) },
+      });
+      const watchedPort = (await watched.listen(0, '127.0.0.1')).port;
+      const socket = await open(watchedPort);
+      socket.on('error', () => undefined);
+      socket.write('GET /wait HTTP/1.1\r\nHost: hang.svc.test\r\n\r\n');
+      for (let i = 0; i < 100 && hanging.seen.length === 0; i++) await pause(10);
+
+      socket.destroy();
+      for (let i = 0; i < 100 && !(processSawClose && observed.length > 0); i++) await pause(10);
+      await watched.close(500);
+
+      expect(processSawClose).toBe(true);
+      expect(observed).toEqual([['hang', 499]]);
+      expect(lines[0]).toMatchObject({ app: 'hang', path: '/wait', status: 499, aborted: true });
+    });
+  });
+
   it('serves many requests on kept connections both ways, with the same answers as sent one by one', async () => {
     const results: Received[] = [];
     for (let i = 0; i < 50; i++) results.push(await send(port, { host: 'myapp.svc.test', path: `/n/${i}` }));

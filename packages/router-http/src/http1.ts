@@ -69,22 +69,58 @@ export interface ResponseHead {
   listed: Set<string> | null;
 }
 
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+/** Characters of a token (RFC 9110 §5.6.2), by code: 1 when allowed. */
+const TOKEN_CHARS = new Uint8Array(128);
+for (const c of "!#$%&'*+.^_`|~-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") TOKEN_CHARS[c.charCodeAt(0)] = 1;
+/** True when `text[start, end)` is a non-empty token. */
+function isToken(text: string, start: number, end: number): boolean {
+  if (start >= end) return false;
+  for (let i = start; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (c > 127 || TOKEN_CHARS[c] === 0) return false;
+  }
+  return true;
+}
 /** True when the text holds a control character other than HTAB (CR and LF included), which no header value may. */
-function hasControl(text: string): boolean {
-  for (let i = 0; i < text.length; i++) {
+function hasControl(text: string, start = 0, end = text.length): boolean {
+  for (let i = start; i < end; i++) {
     const c = text.charCodeAt(i);
     if ((c < 32 && c !== 9) || c === 127) return true;
   }
   return false;
 }
 /** A request target: visible characters (and obs-text), no spaces or controls. */
-const TARGET = /^[\x21-\x7e\x80-\xff]+$/;
+function isTarget(text: string): boolean {
+  if (text.length === 0) return false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x21 || c === 0x7f || c > 0xff) return false;
+  }
+  return true;
+}
 const DIGITS = /^[0-9]{1,15}$/;
 const STATUS = /^[1-9][0-9]{2}$/;
 
 /** Headers that describe one connection, never passed on as they are. */
 export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/** The same test as `HOP_BY_HOP.has(lower)`, without hashing a string made for one request. */
+export function isHopByHop(lower: string): boolean {
+  switch (lower) {
+    case 'connection':
+    case 'keep-alive':
+    case 'proxy-connection':
+    case 'proxy-authenticate':
+    case 'proxy-authorization':
+    case 'te':
+    case 'trailer':
+    case 'transfer-encoding':
+    case 'upgrade':
+      return true;
+    default:
+      return false;
+  }
+}
 
 /** A header value without its surrounding spaces and tabs (and only those). */
 function trimmed(value: string): string {
@@ -96,6 +132,11 @@ function trimmed(value: string): string {
 }
 
 function tokens(value: string): string[] {
+  // The common case, one token ("keep-alive", "close"), without splitting.
+  if (value.indexOf(',') === -1) {
+    const token = trimmed(value).toLowerCase();
+    return token === '' ? [] : [token];
+  }
   const list: string[] = [];
   for (const part of value.split(',')) {
     const token = trimmed(part).toLowerCase();
@@ -104,25 +145,54 @@ function tokens(value: string): string[] {
   return list;
 }
 
-/** The header lines of a head (after its first line), checked. */
-function fieldsOf(lines: string[], status: number): Field[] {
+/** The header lines of a head (`text` from `from`, lines ending in CRLF but the last), checked. */
+function fieldsOf(text: string, from: number, status: number): Field[] {
   const fields: Field[] = [];
-  for (let i = 1; i < lines.length; i++) {
-    const line = lines[i] as string;
-    const colon = line.indexOf(':');
+  const length = text.length;
+  let pos = from;
+  while (pos < length) {
+    let eol = text.indexOf('\r\n', pos);
+    if (eol === -1) eol = length;
+    let colon = -1;
+    let badName = false;
+    let upper = false;
+    for (let i = pos; i < eol; i++) {
+      const c = text.charCodeAt(i);
+      if (c === 58 /* : */) {
+        colon = i;
+        break;
+      }
+      if (c > 127 || TOKEN_CHARS[c] === 0) badName = true;
+      else if (c >= 65 && c <= 90) upper = true;
+    }
     // No name, a name with spaces ("Content-Length : 5"), or a folded line: all refused.
-    if (colon <= 0) throw new HttpError(status, 'malformed header line');
-    const name = line.slice(0, colon);
-    if (!TOKEN.test(name)) throw new HttpError(status, 'malformed header name');
-    const value = trimmed(line.slice(colon + 1));
-    if (hasControl(value)) throw new HttpError(status, 'control character in a header value');
-    fields.push({ name, lower: name.toLowerCase(), value });
+    if (colon <= pos) throw new HttpError(status, 'malformed header line');
+    if (badName) throw new HttpError(status, 'malformed header name');
+    let start = colon + 1;
+    let end = eol;
+    while (start < end && (text.charCodeAt(start) === 32 || text.charCodeAt(start) === 9)) start++;
+    while (end > start && (text.charCodeAt(end - 1) === 32 || text.charCodeAt(end - 1) === 9)) end--;
+    if (hasControl(text, start, end)) throw new HttpError(status, 'control character in a header value');
+    const name = text.slice(pos, colon);
+    fields.push({ name, lower: upper ? name.toLowerCase() : name, value: text.slice(start, end) });
+    pos = eol + 2;
   }
   return fields;
 }
 
 /** A Content-Length: one number, however often it is repeated; anything else is refused. */
 function lengthOf(previous: number, value: string, status: number): number {
+  if (value.length > 0 && value.length <= 15 && previous === -1) {
+    // The common case, one plain number, read without splitting.
+    let n = 0;
+    let i = 0;
+    for (; i < value.length; i++) {
+      const c = value.charCodeAt(i);
+      if (c < 48 || c > 57) break;
+      n = n * 10 + (c - 48);
+    }
+    if (i === value.length) return n;
+  }
   let length = previous;
   for (const part of value.split(',')) {
     const text = trimmed(part);
@@ -142,17 +212,19 @@ function lengthOf(previous: number, value: string, status: number): number {
  *   Content-Lengths, several Host headers, or no Host in HTTP/1.1.
  */
 export function parseRequestHead(text: string): RequestHead {
-  const lines = text.split('\r\n');
   // Empty lines before a request line are tolerated (RFC 9112 §2.2).
-  while (lines.length > 1 && lines[0] === '') lines.shift();
-  const line = lines[0] as string;
+  let from = 0;
+  while (text.startsWith('\r\n', from)) from += 2;
+  let eol = text.indexOf('\r\n', from);
+  if (eol === -1) eol = text.length;
+  const line = text.slice(from, eol);
   const first = line.indexOf(' ');
   const second = first === -1 ? -1 : line.indexOf(' ', first + 1);
   if (first <= 0 || second === -1 || line.indexOf(' ', second + 1) !== -1) throw new HttpError(400, 'malformed request line');
   const method = line.slice(0, first);
   const target = line.slice(first + 1, second);
   const version = line.slice(second + 1);
-  if (!TOKEN.test(method) || !TARGET.test(target)) throw new HttpError(400, 'malformed request line');
+  if (!isToken(method, 0, method.length) || !isTarget(target)) throw new HttpError(400, 'malformed request line');
   if (method === 'CONNECT') throw new HttpError(400, 'CONNECT is not served');
   if (target.charCodeAt(0) !== 47 /* / */ && !(target === '*' && method === 'OPTIONS') && !/^https?:\/\//i.test(target)) throw new HttpError(400, 'malformed request target');
   let minor: 0 | 1;
@@ -160,7 +232,7 @@ export function parseRequestHead(text: string): RequestHead {
   else if (version === 'HTTP/1.0') minor = 0;
   else throw new HttpError(400, 'unsupported HTTP version');
 
-  const fields = fieldsOf(lines, 400);
+  const fields = fieldsOf(text, eol + 2, 400);
   let host: string | undefined;
   let length = -1;
   let transfer: string | null = null;
@@ -222,8 +294,9 @@ export function parseRequestHead(text: string): RequestHead {
  *   conflicting Content-Length.
  */
 export function parseResponseHead(text: string): ResponseHead {
-  const lines = text.split('\r\n');
-  const line = lines[0] as string;
+  let eol = text.indexOf('\r\n');
+  if (eol === -1) eol = text.length;
+  const line = text.slice(0, eol);
   let minor: 0 | 1;
   if (line.startsWith('HTTP/1.1 ')) minor = 1;
   else if (line.startsWith('HTTP/1.0 ')) minor = 0;
@@ -232,7 +305,7 @@ export function parseResponseHead(text: string): ResponseHead {
   if (!STATUS.test(code) || (line.length > 12 && line.charCodeAt(12) !== 32)) throw new HttpError(502, 'malformed status line');
   const reason = line.slice(13);
   if (hasControl(reason)) throw new HttpError(502, 'malformed status line');
-  const fields = fieldsOf(lines, 502);
+  const fields = fieldsOf(text, eol + 2, 502);
   let length = -1;
   let transfer: string | null = null;
   let connection: string[] | null = null;

@@ -8,7 +8,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import { createConnection, type Socket } from 'node:net';
-import { ChunkedScanner, HOP_BY_HOP, HttpError, MAX_HEAD_BYTES, bodilessAnswer, headEnd, parseRequestHead, parseResponseHead, type Field, type RequestHead, type ResponseHead } from './http1';
+import { ChunkedScanner, HttpError, MAX_HEAD_BYTES, bodilessAnswer, headEnd, isHopByHop, parseRequestHead, parseResponseHead, type Field, type RequestHead, type ResponseHead } from './http1';
 import { hostNameOf } from './host';
 import type { ResolvedRoute, RouteTarget, RouterLogger } from './ports';
 
@@ -169,6 +169,9 @@ class Inbound {
   private processing = false;
   private paused = false;
   private holds = 0;
+  /** The last Host header read on this connection and its host name (clients send the same one every time). */
+  private hostHeader: string | undefined = undefined;
+  private hostName: string | null = null;
 
   constructor(
     readonly relay: Relay,
@@ -184,6 +187,15 @@ class Inbound {
     socket.once('close', this.onClose);
     // Quiet for the idle timeout (between requests, a stalled body, a silent tunnel): closed.
     socket.setTimeout(relay.ctx.idleTimeoutMs, () => socket.destroy());
+  }
+
+  /** The host name of a request's Host header. */
+  hostOf(header: string | undefined): string | null {
+    if (header !== this.hostHeader) {
+      this.hostHeader = header;
+      this.hostName = hostNameOf(header);
+    }
+    return this.hostName;
   }
 
   readonly onData = (chunk: Buffer): void => {
@@ -349,7 +361,7 @@ class Exchange {
   }
 
   start(): void {
-    this.host = hostNameOf(this.head.host);
+    this.host = this.inbound.hostOf(this.head.host);
     const found = this.relay.ctx.lookUp(this.host, this.reply, this.routing);
     if (found === null) return;
     if (found instanceof Promise) {
@@ -442,7 +454,7 @@ class Exchange {
     let chain = '';
     for (const field of head.fields) {
       const lower = field.lower;
-      if (HOP_BY_HOP.has(lower) || lower === 'expect' || (listed !== null && listed.has(lower))) continue;
+      if (isHopByHop(lower) || lower === 'expect' || (listed !== null && listed.has(lower))) continue;
       if (lower.startsWith('x-forwarded-')) {
         if (lower === 'x-forwarded-for') chain = chain === '' ? field.value : `${chain}, ${field.value}`;
         if (lower === 'x-forwarded-for' || lower === 'x-forwarded-proto' || lower === 'x-forwarded-host' || lower === 'x-forwarded-port') continue;
@@ -580,7 +592,7 @@ class Exchange {
         if (this.mode === Body.UntilClose) text += `${field.name}: ${field.value}\r\n`;
         continue;
       }
-      if (HOP_BY_HOP.has(lower) || (listed !== null && listed.has(lower))) continue;
+      if (isHopByHop(lower) || (listed !== null && listed.has(lower))) continue;
       if (lower === 'content-length' && this.mode === Body.Chunked) continue;
       text += `${field.name}: ${field.value}\r\n`;
     }

@@ -1,4 +1,4 @@
-import { ChunkedScanner, HttpError, bodilessAnswer, headEnd, parseRequestHead, parseResponseHead } from '../src/http1';
+import { ChunkedScanner, HOP_BY_HOP, HttpError, bodilessAnswer, headEnd, isHopByHop, parseRequestHead, parseResponseHead } from '../src/http1';
 
 /** The head of a request as the relay hands it to the parser: without its final empty line. */
 const head = (...lines: string[]): string => lines.join('\r\n');
@@ -46,6 +46,17 @@ describe('parseRequestHead', () => {
     expect(notReally.upgrade).toBeNull();
   });
 
+  it('gives names in lower case and values without surrounding spaces and tabs', () => {
+    const parsed = parseRequestHead(head('GET / HTTP/1.1', 'HOST:\t a \t', 'x-lower: \t', 'Content-Length: 0012'));
+
+    expect(parsed.fields.map((f) => [f.lower, f.value])).toEqual([
+      ['host', 'a'],
+      ['x-lower', ''],
+      ['content-length', '0012'],
+    ]);
+    expect(parsed.length).toBe(12);
+  });
+
   it('tolerates empty lines before the request line', () => {
     expect(parseRequestHead(head('', 'GET / HTTP/1.1', 'Host: a')).method).toBe('GET');
   });
@@ -80,6 +91,10 @@ describe('parseRequestHead', () => {
     ['a target that is no path', head('GET a HTTP/1.1', 'Host: a')],
     ['CONNECT', head('CONNECT a:443 HTTP/1.1', 'Host: a')],
     ['a method with a separator', head('GE(T / HTTP/1.1', 'Host: a')],
+    ['a control character in the target', head('GET /a\u0001 HTTP/1.1', 'Host: a')],
+    ['a DEL in the target', head('GET /a\u007f HTTP/1.1', 'Host: a')],
+    ['a byte beyond ASCII in a name', head('GET / HTTP/1.1', 'Host: a', 'X-\u00e9: 1')],
+    ['an empty name', head('GET / HTTP/1.1', 'Host: a', ': 1')],
   ])('refuses %s with 400', (_what, text) => {
     expect(refusal(text)).toBe(400);
   });
@@ -108,6 +123,13 @@ describe('parseResponseHead', () => {
     ['a malformed header', head('HTTP/1.1 200 OK', 'Bad Header: 1')],
   ])('refuses %s with 502', (_what, text) => {
     expect(refusal(text, parseResponseHead)).toBe(502);
+  });
+});
+
+describe('isHopByHop', () => {
+  it('says what HOP_BY_HOP says', () => {
+    for (const name of HOP_BY_HOP) expect(isHopByHop(name)).toBe(true);
+    for (const name of ['content-length', 'host', 'x-connection', 'tee', 'upgrades', '']) expect(isHopByHop(name)).toBe(false);
   });
 });
 

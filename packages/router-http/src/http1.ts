@@ -145,6 +145,38 @@ function tokens(value: string): string[] {
   return list;
 }
 
+/** A header name in lower case: the names most sent, without making a new string. */
+function lowerName(name: string): string {
+  switch (name) {
+    case 'Host':
+      return 'host';
+    case 'Content-Type':
+      return 'content-type';
+    case 'Content-Length':
+      return 'content-length';
+    case 'Connection':
+      return 'connection';
+    case 'Keep-Alive':
+      return 'keep-alive';
+    case 'Date':
+      return 'date';
+    case 'Accept':
+      return 'accept';
+    case 'User-Agent':
+      return 'user-agent';
+    case 'Transfer-Encoding':
+      return 'transfer-encoding';
+    case 'Cache-Control':
+      return 'cache-control';
+    case 'Accept-Encoding':
+      return 'accept-encoding';
+    case 'Server':
+      return 'server';
+    default:
+      return name.toLowerCase();
+  }
+}
+
 /** The header lines of a head (`text` from `from`, lines ending in CRLF but the last), checked. */
 function fieldsOf(text: string, from: number, status: number): Field[] {
   const fields: Field[] = [];
@@ -174,7 +206,7 @@ function fieldsOf(text: string, from: number, status: number): Field[] {
     while (end > start && (text.charCodeAt(end - 1) === 32 || text.charCodeAt(end - 1) === 9)) end--;
     if (hasControl(text, start, end)) throw new HttpError(status, 'control character in a header value');
     const name = text.slice(pos, colon);
-    fields.push({ name, lower: upper ? name.toLowerCase() : name, value: text.slice(start, end) });
+    fields.push({ name, lower: upper ? lowerName(name) : name, value: text.slice(start, end) });
     pos = eol + 2;
   }
   return fields;

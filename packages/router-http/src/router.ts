@@ -48,6 +48,8 @@ export interface AppRouterOptions {
   certificateCache?: SecureContextCacheOptions;
   /** The share of requests written to the access log, 0 to 1 (answers of 500 and above are always written). Default 1. */
   accessLogSample?: number;
+  /** False when the logger drops `info` lines (its level is above): no access log line is made. Default true. */
+  accessLog?: boolean;
   /** Hears every request's app, status and duration (metrics). */
   observer?: RequestObserver;
   limits?: RouterLimits;
@@ -93,6 +95,8 @@ export class AppRouter {
   private readonly routes: RouteCache;
   private readonly ownsRoutes: boolean;
   private readonly sample: number;
+  /** Access log lines are made (a logger is given that writes them). */
+  private readonly logsAccess: boolean;
   private readonly limiter: ConnectionLimiter;
   private readonly maxConnections: number;
   private readonly headersTimeoutMs: number;
@@ -109,6 +113,7 @@ export class AppRouter {
     this.ownsRoutes = !(options.routes instanceof RouteCache);
     this.routes = options.routes instanceof RouteCache ? options.routes : new RouteCache(options.routes, { refreshMs: options.routeRefreshMs ?? 1000 });
     this.sample = Math.min(1, Math.max(0, options.accessLogSample ?? 1));
+    this.logsAccess = options.logger !== undefined && options.accessLog !== false;
     const limits = options.limits ?? {};
     this.maxConnections = limits.maxConnections ?? 10_000;
     this.limiter = new ConnectionLimiter(limits.maxConnectionsPerClient ?? 256);
@@ -301,6 +306,7 @@ export class AppRouter {
   private relayed(exchanged: Exchanged): void {
     const { status, routing, durationMs } = exchanged;
     this.options.observer?.request(routing.app, status, durationMs);
+    if (!this.logsAccess) return;
     if (status < 500 && (this.sample === 0 || (this.sample < 1 && Math.random() >= this.sample))) return;
     this.logger.info(
       {
@@ -323,6 +329,7 @@ export class AppRouter {
   private finished(req: IncomingMessage, res: ServerResponse, host: string | null, routing: Routing, started: bigint): void {
     const durationMs = Number((process.hrtime.bigint() - started) / 1000n) / 1000;
     this.options.observer?.request(routing.app, res.statusCode, durationMs);
+    if (!this.logsAccess) return;
     if (res.statusCode < 500 && (this.sample === 0 || (this.sample < 1 && Math.random() >= this.sample))) return;
     this.logger.info(
       {

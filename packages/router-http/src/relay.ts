@@ -164,6 +164,12 @@ class Inbound {
   headStarted = 0;
   exchange: Exchange | null = null;
   ended = false;
+  /**
+   * Bytes went one way or the other since the last sweep (a flag, not a timer refreshed on
+   * every read and write): quiet for the idle timeout, the connection is closed by the sweep.
+   */
+  active = false;
+  quietSince: number;
   readonly address: string;
   readonly port: string;
   private processing = false;
@@ -185,8 +191,8 @@ class Inbound {
     socket.on('end', this.onEnd);
     socket.on('error', () => socket.destroy());
     socket.once('close', this.onClose);
-    // Quiet for the idle timeout (between requests, a stalled body, a silent tunnel): closed.
-    socket.setTimeout(relay.ctx.idleTimeoutMs, () => socket.destroy());
+    // Quiet for the idle timeout (between requests, a stalled body): closed by the relay's sweep.
+    this.quietSince = Date.now();
   }
 
   /** The host name of a request's Host header. */
@@ -199,6 +205,7 @@ class Inbound {
   }
 
   readonly onData = (chunk: Buffer): void => {
+    this.active = true;
     if (this.state === State.Busy) {
       (this.exchange as Exchange).clientData(chunk);
       return;
@@ -531,6 +538,7 @@ class Exchange {
 
   /** Bytes from the process. */
   upstreamData(chunk: Buffer): void {
+    this.inbound.active = true;
     if (this.response !== null) {
       this.answerBytes(chunk);
       return;
@@ -676,7 +684,10 @@ class Exchange {
       const upstream = this.upstream;
       if (upstream === null) return;
       upstream.socket.pause();
-      client.once('drain', () => upstream.socket.resume());
+      client.once('drain', () => {
+        this.inbound.active = true;
+        upstream.socket.resume();
+      });
     }
   }
 
@@ -789,6 +800,7 @@ class Exchange {
     processSocket.once('close', () => client.destroy());
     client.once('close', () => processSocket.destroy());
     processSocket.setTimeout(this.relay.ctx.idleTimeoutMs, () => processSocket.destroy());
+    client.setTimeout(this.relay.ctx.idleTimeoutMs, () => client.destroy());
     this.record(false);
   }
 
@@ -831,7 +843,7 @@ export class Relay {
   private drained: (() => void) | null = null;
 
   constructor(readonly ctx: RelayContext) {
-    this.sweeper = setInterval(() => this.sweep(), Math.max(100, Math.min(1000, Math.floor(ctx.headersTimeoutMs / 2))));
+    this.sweeper = setInterval(() => this.sweep(), Math.max(100, Math.min(1000, Math.floor(ctx.headersTimeoutMs / 2), Math.floor(ctx.idleTimeoutMs / 4))));
     this.sweeper.unref();
   }
 
@@ -929,8 +941,13 @@ export class Relay {
   private sweep(): void {
     const now = Date.now();
     const deadline = now - this.ctx.headersTimeoutMs;
+    const quiet = now - this.ctx.idleTimeoutMs;
     for (const connection of this.connections) {
       if (connection.state === State.Head && connection.headStarted !== 0 && connection.headStarted < deadline) connection.refuse(408, 'Request timeout.\n');
+      else if (connection.active) {
+        connection.active = false;
+        connection.quietSince = now;
+      } else if (connection.quietSince <= quiet && connection.state !== State.Tunnel) connection.socket.destroy();
     }
     const oldest = now - this.ctx.pool.idleTimeoutMs;
     for (const [key, pool] of this.pools) {

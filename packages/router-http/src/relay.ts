@@ -58,6 +58,12 @@ const PIPELINE_BYTES = 64 * 1024;
 const MAX_RESPONSE_HEAD = 64 * 1024;
 /** A head and a small first part of the body are written as one buffer. */
 const COALESCE_BYTES = 16 * 1024;
+/**
+ * What connections to processes read into (one buffer: the relay reads one socket at a time),
+ * the bytes then copied out (small answers into node's shared pool): reading this way skips
+ * the readable stream's work for each read.
+ */
+const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
 /** How long a connection the relay closes may still send (what it sends is read and dropped, so the answer is not reset). */
 const LINGER_MS = 1000;
 
@@ -109,6 +115,8 @@ class Outbound {
   /** Has answered a request before: it came from the pool. */
   reused = false;
   idleSince = 0;
+  /** After a 101: the client's connection, where every byte read now goes. */
+  tunnel: Socket | null = null;
   private timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
@@ -120,14 +128,13 @@ class Outbound {
   ) {
     this.exchange = exchange;
     pool.open += 1;
-    this.socket = createConnection({ host: target.host, port: target.port, noDelay: true });
+    this.socket = createConnection({ host: target.host, port: target.port, noDelay: true, onread: { buffer: READ_BUFFER, callback: this.onRead } });
     this.timer = setTimeout(() => this.socket.destroy(), relay.ctx.connectTimeoutMs);
     this.socket.once('connect', () => {
       clearTimeout(this.timer);
       this.connected = true;
       this.exchange?.connected(this);
     });
-    this.socket.on('data', this.onData);
     this.socket.on('error', () => undefined);
     this.socket.once('close', () => {
       clearTimeout(this.timer);
@@ -141,13 +148,23 @@ class Outbound {
     });
   }
 
-  readonly onData = (chunk: Buffer): void => {
+  private readonly onRead = (length: number, buffer: Uint8Array): boolean => {
+    const chunk = Buffer.from(buffer.subarray(0, length));
+    const tunnel = this.tunnel;
+    if (tunnel !== null) {
+      if (!tunnel.write(chunk)) {
+        this.socket.pause();
+        tunnel.once('drain', () => this.socket.resume());
+      }
+      return true;
+    }
     if (this.exchange === null) {
       // Bytes from a process with no request outstanding: the connection cannot be trusted.
       this.socket.destroy();
-      return;
+      return true;
     }
     this.exchange.upstreamData(chunk);
+    return true;
   };
 
   destroy(): void {
@@ -783,7 +800,6 @@ class Exchange {
     this.answered = true;
     this.upstream = null;
     upstream.exchange = null;
-    upstream.socket.off('data', upstream.onData);
     inbound.state = State.Tunnel;
     inbound.exchange = null;
     client.off('data', inbound.onData);
@@ -795,7 +811,7 @@ class Exchange {
     const processSocket = upstream.socket;
     this.relay.track(processSocket);
     this.relay.track(client);
-    processSocket.pipe(client);
+    upstream.tunnel = client;
     client.pipe(processSocket);
     processSocket.once('close', () => client.destroy());
     client.once('close', () => processSocket.destroy());

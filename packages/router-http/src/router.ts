@@ -1,13 +1,13 @@
-import { Agent, STATUS_CODES, createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo, Socket } from 'node:net';
+import { Agent, STATUS_CODES, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
+import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { SecureContextCache, type SecureContextCacheOptions } from './certificates';
 import { endToEnd, forwardedHeaders, withoutBody } from './headers';
 import { hostNameOf } from './host';
 import { ConnectionLimiter } from './limits';
 import type { CertificateStore, RequestObserver, ResolvedRoute, RouteTable, RouteTarget, RouterLogger } from './ports';
+import { Relay, type Exchanged, type Routing, type Targets } from './relay';
 import { RouteCache } from './route-cache';
 
 /** Limits on the connections of clients, and how long they may take. */
@@ -48,6 +48,8 @@ export interface AppRouterOptions {
   certificateCache?: SecureContextCacheOptions;
   /** The share of requests written to the access log, 0 to 1 (answers of 500 and above are always written). Default 1. */
   accessLogSample?: number;
+  /** False when the logger drops `info` lines (its level is above): no access log line is made. Default true. */
+  accessLog?: boolean;
   /** Hears every request's app, status and duration (metrics). */
   observer?: RequestObserver;
   limits?: RouterLimits;
@@ -59,13 +61,6 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 
 
 const silentLogger: RouterLogger = Object.freeze({ info: () => undefined, warn: () => undefined, error: () => undefined });
-
-/** What one request's log line says about its routing. */
-interface Routing {
-  app: string | null;
-  target: string | null;
-  attempts: number;
-}
 
 const keyOf = (target: RouteTarget): string => `${target.host}:${target.port}`;
 
@@ -100,12 +95,15 @@ export class AppRouter {
   private readonly routes: RouteCache;
   private readonly ownsRoutes: boolean;
   private readonly sample: number;
+  /** Access log lines are made (a logger is given that writes them). */
+  private readonly logsAccess: boolean;
   private readonly limiter: ConnectionLimiter;
   private readonly maxConnections: number;
   private readonly headersTimeoutMs: number;
   private readonly idleTimeoutMs: number;
   private readonly pool: Required<UpstreamPoolOptions>;
   private readonly pruner: ReturnType<typeof setInterval>;
+  private readonly relay: Relay;
   private closing = false;
 
   constructor(private readonly options: AppRouterOptions) {
@@ -115,6 +113,7 @@ export class AppRouter {
     this.ownsRoutes = !(options.routes instanceof RouteCache);
     this.routes = options.routes instanceof RouteCache ? options.routes : new RouteCache(options.routes, { refreshMs: options.routeRefreshMs ?? 1000 });
     this.sample = Math.min(1, Math.max(0, options.accessLogSample ?? 1));
+    this.logsAccess = options.logger !== undefined && options.accessLog !== false;
     const limits = options.limits ?? {};
     this.maxConnections = limits.maxConnections ?? 10_000;
     this.limiter = new ConnectionLimiter(limits.maxConnectionsPerClient ?? 256);
@@ -124,9 +123,22 @@ export class AppRouter {
     // Pools of processes that are gone end up empty: forget them.
     this.pruner = setInterval(() => this.prunePools(), 10_000);
     this.pruner.unref();
+    this.relay = new Relay({
+      lookUp: (host, reply, routing) => this.lookUp(host, reply, routing),
+      targetsOf: (host, route) => this.targetsOf(host, route),
+      finished: (exchanged) => this.relayed(exchanged),
+      logger: this.logger,
+      connectTimeoutMs: this.connectTimeoutMs,
+      idleTimeoutMs: this.idleTimeoutMs,
+      headersTimeoutMs: this.headersTimeoutMs,
+      pool: this.pool,
+    });
   }
 
-  /** Handles one request of an HTTP or HTTPS server, e.g. one the embedder created. */
+  /**
+   * Handles one request of an embedder's own node:http or node:https server (the router's
+   * listeners use the relay instead): the same routing, pools of its own.
+   */
   readonly handleRequest = (req: IncomingMessage, res: ServerResponse): void => {
     this.route(req, res, isEncrypted(req.socket));
   };
@@ -136,9 +148,14 @@ export class AppRouter {
     void this.upgrade(req, socket, head, isEncrypted(req.socket));
   };
 
-  /** Starts a plain HTTP listener; port 0 picks a free one. */
+  /** Starts a plain HTTP listener (the relay); port 0 picks a free one. */
   listen(port: number, host: string): Promise<AddressInfo> {
-    return this.start(createServer(this.serverOptions()), port, host);
+    const server = createNetServer({ allowHalfOpen: true, noDelay: true });
+    server.on('connection', (socket: Socket) => {
+      if (this.limiter.admit(socket)) this.relay.accept(socket, false);
+      else socket.destroy();
+    });
+    return this.start(server, port, host);
   }
 
   /**
@@ -149,7 +166,13 @@ export class AppRouter {
    */
   listenTls(port: number, host: string): Promise<AddressInfo> {
     if (this.contexts === null) throw new Error('Serving HTTPS needs a certificate store');
-    return this.start(createHttpsServer({ ...this.serverOptions(), SNICallback: this.contexts.sniCallback, handshakeTimeout: this.headersTimeoutMs }), port, host);
+    const server = createTlsServer({ SNICallback: this.contexts.sniCallback, handshakeTimeout: this.headersTimeoutMs, noDelay: true });
+    server.on('connection', (socket: Socket) => {
+      if (!this.limiter.admit(socket)) socket.destroy();
+    });
+    server.on('secureConnection', (socket: TLSSocket) => this.relay.accept(socket, true));
+    server.on('tlsClientError', (_error: Error, socket: TLSSocket) => socket.destroy());
+    return this.start(server, port, host);
   }
 
   /** Forgets the cached certificate of a server name (or of all), e.g. after one was replaced. */
@@ -173,45 +196,14 @@ export class AppRouter {
     for (const socket of this.tunnels) socket.destroy();
     const servers = this.servers.splice(0);
     const closed = servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
-    for (const server of servers) server.closeIdleConnections();
-    const timer = setTimeout(() => {
-      for (const server of servers) server.closeAllConnections();
-    }, timeoutMs);
+    await this.relay.close(timeoutMs);
     await Promise.all(closed);
-    clearTimeout(timer);
     for (const agent of this.pools.values()) agent.destroy();
     this.pools.clear();
   }
 
-  private serverOptions(): { headersTimeout: number; requestTimeout: number; keepAliveTimeout: number; connectionsCheckingInterval: number } {
-    return {
-      headersTimeout: this.headersTimeoutMs,
-      // A body may take long (uploads); a stalled one is cut by the idle timeout.
-      requestTimeout: 0,
-      keepAliveTimeout: this.idleTimeoutMs,
-      connectionsCheckingInterval: Math.max(100, Math.min(1000, Math.floor(this.headersTimeoutMs / 2))),
-    };
-  }
-
   private async start(server: Server, port: number, host: string): Promise<AddressInfo> {
     server.maxConnections = this.maxConnections;
-    // Sockets quiet for the idle timeout are destroyed (node's default when nobody listens for `timeout`).
-    server.timeout = this.idleTimeoutMs;
-    server.on('connection', (socket: Socket) => {
-      if (!this.limiter.admit(socket)) socket.destroy();
-    });
-    server.on('request', this.handleRequest);
-    server.on('upgrade', this.handleUpgrade);
-    server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => {
-      if (!socket.writable || error.code === 'ECONNRESET') {
-        socket.destroy();
-        return;
-      }
-      const status = error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : error.code === 'HPE_HEADER_OVERFLOW' ? 431 : 400;
-      rawAnswer(socket, status, `${STATUS_CODES[status] ?? 'Bad request'}.\n`);
-      // A client that does not read its answer does not keep the connection either.
-      setTimeout(() => socket.destroy(), 1000).unref();
-    });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {
@@ -281,40 +273,16 @@ export class AppRouter {
     return route;
   }
 
-  /** The route's targets starting with the app's next turn. */
-  private rotation(route: ResolvedRoute): RouteTarget[] {
+  /**
+   * Hands out the route's targets starting with the app's next turn (round robin per app),
+   * then those of one fresh lookup that were not tried; null when none is left, with `gone`
+   * set when the fresh lookup found no process (or no app) at all. Synchronous until the
+   * fresh lookup.
+   */
+  private targetsOf(host: string, route: ResolvedRoute): Targets {
     const turn = this.turns.get(route.app) ?? 0;
     this.turns.set(route.app, (turn + 1) % Number.MAX_SAFE_INTEGER);
-    const start = turn % route.targets.length;
-    return start === 0 ? [...route.targets] : [...route.targets.slice(start), ...route.targets.slice(0, start)];
-  }
-
-  /**
-   * Hands out targets in turn, then those of one fresh lookup that were not tried; resolves
-   * to null when none is left, with `gone` set when the fresh lookup found no process (or no
-   * app) at all.
-   */
-  private targetsOf(host: string, route: ResolvedRoute): { next: () => Promise<RouteTarget | null>; gone: () => boolean } {
-    let queue = this.rotation(route);
-    const tried = new Set<string>();
-    let lookedAgain = false;
-    let gone = false;
-    return {
-      gone: () => gone,
-      next: async () => {
-        let target = queue.shift();
-        if (target === undefined && !lookedAgain) {
-          lookedAgain = true;
-          const again = await this.routes.resolve(host, true).catch(() => undefined);
-          gone = again === null || (again !== undefined && again.targets.length === 0);
-          queue = (again?.targets ?? []).filter((candidate) => !tried.has(keyOf(candidate)));
-          target = queue.shift();
-        }
-        if (target === undefined) return null;
-        tried.add(keyOf(target));
-        return target;
-      },
-    };
+    return new TargetQueue(this.routes, host, route.targets, turn % Math.max(1, route.targets.length));
   }
 
   private route(req: IncomingMessage, res: ServerResponse, secure: boolean): void {
@@ -334,10 +302,34 @@ export class AppRouter {
     });
   }
 
-  /** The access log line (sampled) and the observer's figures of one request. */
+  /** The access log line (sampled) and the observer's figures of one request of the relay. */
+  private relayed(exchanged: Exchanged): void {
+    const { status, routing, durationMs } = exchanged;
+    this.options.observer?.request(routing.app, status, durationMs);
+    if (!this.logsAccess) return;
+    if (status < 500 && (this.sample === 0 || (this.sample < 1 && Math.random() >= this.sample))) return;
+    this.logger.info(
+      {
+        host: exchanged.host,
+        app: routing.app,
+        method: exchanged.method,
+        path: pathOf(exchanged.url),
+        status,
+        target: routing.target,
+        attempts: routing.attempts,
+        durationMs,
+        client: exchanged.client,
+        ...(exchanged.aborted ? { aborted: true } : {}),
+      },
+      'routed',
+    );
+  }
+
+  /** The access log line (sampled) and the observer's figures of one request of an embedder's server. */
   private finished(req: IncomingMessage, res: ServerResponse, host: string | null, routing: Routing, started: bigint): void {
     const durationMs = Number((process.hrtime.bigint() - started) / 1000n) / 1000;
     this.options.observer?.request(routing.app, res.statusCode, durationMs);
+    if (!this.logsAccess) return;
     if (res.statusCode < 500 && (this.sample === 0 || (this.sample < 1 && Math.random() >= this.sample))) return;
     this.logger.info(
       {
@@ -356,7 +348,7 @@ export class AppRouter {
     );
   }
 
-  private forward(req: IncomingMessage, res: ServerResponse, secure: boolean, targets: ReturnType<AppRouter['targetsOf']>, routing: Routing): void {
+  private forward(req: IncomingMessage, res: ServerResponse, secure: boolean, targets: Targets, routing: Routing): void {
     const bodyless = withoutBody(req);
     const retriable = bodyless && IDEMPOTENT.has(req.method ?? '');
     const headers = forwardedHeaders(req, secure);
@@ -541,6 +533,43 @@ export class AppRouter {
     this.tunnels.add(socket);
     socket.on('error', () => socket.destroy());
     socket.once('close', () => this.tunnels.delete(socket));
+  }
+}
+
+/** The targets of one request, in the order to try them (see `AppRouter.targetsOf`). */
+class TargetQueue implements Targets {
+  private index = 0;
+  private again: RouteTarget[] | null = null;
+  private lookedAgain = false;
+  private wentAway = false;
+
+  constructor(
+    private readonly routes: RouteCache,
+    private readonly host: string,
+    private readonly targets: readonly RouteTarget[],
+    private readonly start: number,
+  ) {}
+
+  gone(): boolean {
+    return this.wentAway;
+  }
+
+  next(): RouteTarget | null | Promise<RouteTarget | null> {
+    if (this.again !== null) return this.again[this.index++] ?? null;
+    const count = this.targets.length;
+    if (this.index < count) return this.targets[(this.start + this.index++) % count] as RouteTarget;
+    if (this.lookedAgain) return null;
+    this.lookedAgain = true;
+    return this.routes
+      .resolve(this.host, true)
+      .catch(() => undefined)
+      .then((route) => {
+        this.wentAway = route === null || (route !== undefined && route.targets.length === 0);
+        const tried = new Set(this.targets.map(keyOf));
+        this.again = (route?.targets ?? []).filter((candidate) => !tried.has(keyOf(candidate)));
+        this.index = 0;
+        return this.again[this.index++] ?? null;
+      });
   }
 }
 

@@ -81,6 +81,8 @@ async function start(settings: WorkerSettings, known: ToWorker & { t: 'start' })
     routes,
     ...(settings.hasCertificates ? { certificates: { find: (name: string) => ask(certificateLookups, (id) => ({ t: 'find', id, name })) } } : {}),
     logger: jsonLogger(settings.logLevel, settings.id),
+    // The access log is written at `info`: above that level its lines are not even made.
+    ...(LEVELS[settings.logLevel] > LEVELS.info ? { accessLog: false } : {}),
     ...(settings.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: settings.connectTimeoutMs }),
     ...(settings.certificateCache === undefined ? {} : { certificateCache: settings.certificateCache }),
     ...(settings.accessLogSample === undefined ? {} : { accessLogSample: settings.accessLogSample }),

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ContainerSpec } from '@svc/core';
+import { SwarmScheduler } from '../src';
 import { SWARM_BUSYBOX, describeWithSwarmNetwork, testSwarm, type TestSwarm } from './support/swarm';
 
 const TIMEOUT = 180_000;
@@ -76,5 +77,35 @@ describeWithSwarmNetwork('Swarm tasks on SWARM_NETWORK (real swarm, hostile app 
     expect(lines.filter((l) => l.startsWith('REACHED direct '))).toEqual([]);
     // A is still served through its published ports.
     for (const endpoint of published) expect(await (await fetch(`http://${endpoint.host}:${endpoint.port}/`)).text()).toContain('secret-of-a');
+  }, TIMEOUT);
+
+  it('refuses at start-up a SWARM_NETWORK that is missing, not a swarm-scoped bridge, or lets tasks reach each other; warns without one', async () => {
+    const made: string[] = [];
+    const create = async (body: Record<string, unknown>): Promise<void> => {
+      await t.docker.createNetwork(body as never);
+      made.unshift(body.Name as string);
+    };
+    try {
+      await create({ Name: `t${tag}-open-config`, ConfigOnly: true, IPAM: { Config: [{ Subnet: '10.82.0.0/24' }] }, Options: { 'com.docker.network.bridge.name': `t${tag}o0`.slice(0, 15) } });
+      await create({ Name: `t${tag}-open`, Driver: 'bridge', Scope: 'swarm', ConfigFrom: { Network: `t${tag}-open-config` } });
+      await create({ Name: `t${tag}-overlay`, Driver: 'overlay' });
+      const prepared = async (network: string | null, warnings: string[] = []): Promise<void> => {
+        const scheduler = new SwarmScheduler({ ...t.options, network, onWarning: (w) => warnings.push(w) });
+        try {
+          await scheduler.prepare();
+        } finally {
+          await scheduler.shutdown();
+        }
+      };
+      await expect(prepared(`t${tag}-missing`)).rejects.toThrow(/^SWARM_NETWORK: the network t\w+-missing is not on the swarm manager/);
+      await expect(prepared(`t${tag}-overlay`)).rejects.toThrow(/^SWARM_NETWORK: .* must be a bridge network of scope swarm, it is a overlay network/);
+      await expect(prepared(`t${tag}-open`)).rejects.toThrow(/^SWARM_NETWORK: the config-only network t\w+-open-config lets containers reach each other/);
+      const warnings: string[] = [];
+      await prepared(null, warnings);
+      expect(warnings).toEqual([expect.stringMatching(/^SWARM_NETWORK is not set: app tasks .* can reach each other/)]);
+      await expect(prepared(t.options.network ?? '')).resolves.toBeUndefined();
+    } finally {
+      for (const name of made) await t.docker.getNetwork(name).remove().catch(() => undefined);
+    }
   }, TIMEOUT);
 });

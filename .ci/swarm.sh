@@ -29,6 +29,9 @@
 #                            holding <registry>/svc-test/busybox:1 and <registry>/svc-test/node:20
 #   TEST_SWARM_MANAGER_ADDR  10.x.y.2   the nodes' addresses: ports published in host mode are
 #   TEST_SWARM_WORKER_ADDR   10.x.y.3   reachable there from the host (controller and router)
+#   TEST_SWARM_NETWORK       svc-apps   the tasks' network (SWARM_NETWORK): a swarm-scoped bridge
+#                                       network made from a config-only network on each node,
+#                                       10.80.0.0/24 on bridge svc-apps0, ICC off
 #   SVC_CI_SWARM_DIR         the directory, for swarm_stop
 # The swarm's overlay networks come from 10.64.0.0/12, apart from the host bridge's subnet.
 # swarm_stop kills the registry and both daemons by pid (and whatever is left in the nodes'
@@ -197,6 +200,17 @@ swarm_start() {
   [ -n "$ok" ] || { swarm_log "the two nodes were not Ready within 30 s"; DOCKER_HOST="$manager" docker node ls >&2; return 1; }
   swarm_log "swarm of two Ready nodes after $((SECONDS - started)) s"
 
+  # The tasks' network, as docs/operations.md has operators make it: a config-only network on
+  # each node (ICC off), then the swarm-scoped bridge network on the manager made from it.
+  local network=svc-apps
+  for node in manager worker; do
+    DOCKER_HOST="unix://$dir/$node.sock" docker network create --config-only --subnet 10.80.0.0/24 \
+      -o com.docker.network.bridge.enable_icc=false -o com.docker.network.bridge.name=svc-apps0 "$network-config" >/dev/null ||
+      { swarm_log "could not make the config-only network $network-config on the $node"; return 1; }
+  done
+  DOCKER_HOST="$manager" docker network create -d bridge --scope swarm --config-from "$network-config" "$network" >/dev/null ||
+    { swarm_log "could not make the swarm network $network"; return 1; }
+
   DOCKER_HOST="$manager" docker_engine_images >&2 || return 1
   local image
   for image in svc-test/busybox:1 svc-test/node:20; do
@@ -212,8 +226,9 @@ swarm_start() {
   export TEST_SWARM_REGISTRY="$registry"
   export TEST_SWARM_MANAGER_ADDR="$manager_addr"
   export TEST_SWARM_WORKER_ADDR="$worker_addr"
+  export TEST_SWARM_NETWORK="$network"
   swarm_log "TEST_SWARM_HOST=$TEST_SWARM_HOST TEST_SWARM_WORKER_HOST=$TEST_SWARM_WORKER_HOST TEST_SWARM_REGISTRY=$TEST_SWARM_REGISTRY"
-  swarm_log "TEST_SWARM_MANAGER_ADDR=$TEST_SWARM_MANAGER_ADDR TEST_SWARM_WORKER_ADDR=$TEST_SWARM_WORKER_ADDR"
+  swarm_log "TEST_SWARM_MANAGER_ADDR=$TEST_SWARM_MANAGER_ADDR TEST_SWARM_WORKER_ADDR=$TEST_SWARM_WORKER_ADDR TEST_SWARM_NETWORK=$TEST_SWARM_NETWORK"
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
@@ -224,7 +239,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
       # start cleans up after itself.
       SVC_CI_SWARM_NO_TRAP=1
       if swarm_start; then
-        for v in SVC_CI_SWARM_DIR TEST_SWARM_HOST TEST_SWARM_WORKER_HOST TEST_SWARM_REGISTRY TEST_SWARM_MANAGER_ADDR TEST_SWARM_WORKER_ADDR; do
+        for v in SVC_CI_SWARM_DIR TEST_SWARM_HOST TEST_SWARM_WORKER_HOST TEST_SWARM_REGISTRY TEST_SWARM_MANAGER_ADDR TEST_SWARM_WORKER_ADDR TEST_SWARM_NETWORK; do
           echo "export $v=${!v}"
         done
       else

@@ -31,6 +31,8 @@ export interface TaskTemplate {
   Resources: { Limits: { MemoryBytes?: number; NanoCPUs?: number; Pids?: number } };
   RestartPolicy: { Condition: 'none' | 'on-failure' | 'any'; Delay?: number; MaxAttempts?: number; Window?: number };
   Placement?: { Preferences?: Array<{ Spread: { SpreadDescriptor: string } }> };
+  /** The swarm networks the tasks join (by name or id); none: the node's default bridge. */
+  Networks?: Array<{ Target: string }>;
   ForceUpdate?: number;
 }
 

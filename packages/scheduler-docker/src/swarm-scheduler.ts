@@ -46,6 +46,12 @@ export interface SwarmSchedulerOptions extends EngineSchedulerOptions {
   pollMs?: number;
   /** The address the router uses for a node, by node hostname or id; others use the node's own (Status.Addr). */
   nodeAddresses?: Record<string, string>;
+  /**
+   * A swarm-scoped bridge network made from a config-only network on every node with
+   * inter-container communication off (`com.docker.network.bridge.enable_icc=false`): every
+   * task joins it. Unset: tasks use their node's default bridge, where they reach each other.
+   */
+  network?: string | null;
   /** Called when the endpoints of some app changed (tasks replaced, moved, stopped): the router refreshes its routes. */
   onEndpointsChanged?: () => void;
 }
@@ -113,6 +119,7 @@ export class SwarmScheduler implements Scheduler {
   private readonly restartDelayMs: number;
   private readonly pollMs: number;
   private readonly nodeAddresses: Record<string, string>;
+  private readonly network: string | null;
   private readonly endpointsChanged: () => void;
   private readonly services = new Map<string, Service>();
   /** Container ids started or adopted by this process: starting one again restarts it. */
@@ -141,6 +148,7 @@ export class SwarmScheduler implements Scheduler {
     this.restartDelayMs = options.restartDelayMs ?? 1000;
     this.pollMs = options.pollMs ?? 1000;
     this.nodeAddresses = options.nodeAddresses ?? {};
+    this.network = options.network ?? null;
     this.endpointsChanged = options.onEndpointsChanged ?? (() => undefined);
   }
 
@@ -156,12 +164,41 @@ export class SwarmScheduler implements Scheduler {
         throw new Error(`the engine at DOCKER_HOST is not part of a swarm (state: ${info.Swarm?.LocalNodeState ?? 'unknown'}): run docker swarm init, or point DOCKER_HOST at a manager`);
       }
       if (info.Swarm.ControlAvailable !== true) throw new Error('the engine at DOCKER_HOST is a swarm worker: point DOCKER_HOST at a manager of the swarm');
+      await this.checkNetwork();
       this.schedulePoll();
     })().catch((error: unknown) => {
       this.prepared = null;
       throw error;
     });
     return this.prepared;
+  }
+
+  /**
+   * The tasks' network must be a swarm-scoped bridge network (made from a config-only network
+   * on each node); without one, says at start-up that tasks can reach each other.
+   */
+  private async checkNetwork(): Promise<void> {
+    if (this.network === null) {
+      this.base.warn('SWARM_NETWORK is not set: app tasks use their node\'s default bridge and can reach each other there, not only through the router; see docs/security.md');
+      return;
+    }
+    const fix = 'make it as docs/operations.md says ("Running on a Docker Swarm")';
+    let network: { Scope?: string; Driver?: string; ConfigFrom?: { Network?: string } };
+    try {
+      network = await callEngine(this.docker, 'GET', `/networks/${encodeURIComponent(this.network)}`);
+    } catch (error) {
+      throw new Error(`SWARM_NETWORK: the network ${this.network} is not on the swarm manager (${engineReason(error)}): ${fix}`);
+    }
+    if (network.Scope !== 'swarm' || network.Driver !== 'bridge') {
+      throw new Error(`SWARM_NETWORK: the network ${this.network} must be a bridge network of scope swarm, it is a ${network.Driver ?? '?'} network of scope ${network.Scope ?? '?'}: ${fix}`);
+    }
+    const from = network.ConfigFrom?.Network ?? '';
+    if (from === '') throw new Error(`SWARM_NETWORK: the network ${this.network} is not made from a config-only network (--config-from): ${fix}`);
+    // The manager's own config-only network shows the options every node's should have.
+    const config = await callEngine<{ Options?: Record<string, string> }>(this.docker, 'GET', `/networks/${encodeURIComponent(from)}`).catch(() => null);
+    if (config !== null && config.Options?.['com.docker.network.bridge.enable_icc'] !== 'false') {
+      throw new Error(`SWARM_NETWORK: the config-only network ${from} lets containers reach each other (com.docker.network.bridge.enable_icc is not false): ${fix}`);
+    }
   }
 
   /**
@@ -226,6 +263,7 @@ export class SwarmScheduler implements Scheduler {
         ContainerSpec: { ...this.containerBase(spec.image, environmentList(spec.env, port), spec.app, 'run', spec.release), Command: ['/bin/sh', '-c', spec.command] },
         Resources: { Limits: this.limitsOf(limits) },
         RestartPolicy: { Condition: 'none' },
+        ...this.networks(),
       },
       Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
     };
@@ -848,8 +886,13 @@ export class SwarmScheduler implements Scheduler {
       RestartPolicy: { Condition: 'any', Delay: ms(this.restartDelayMs), MaxAttempts: 0 },
       // One node's loss takes as few of a type's tasks as it can.
       Placement: { Preferences: [{ Spread: { SpreadDescriptor: 'node.id' } }] },
+      ...this.networks(),
       ForceUpdate: 0,
     };
+  }
+
+  private networks(): Pick<TaskTemplate, 'Networks'> {
+    return this.network === null ? {} : { Networks: [{ Target: this.network }] };
   }
 
   private startTimeout(spec: ContainerSpec): number {
@@ -878,6 +921,8 @@ export class SwarmScheduler implements Scheduler {
       this.drainMs,
       this.base.stopTimeoutMs,
       this.healthIntervalMs,
+      // Only when set: services made before the setting existed keep their digest.
+      ...(this.network === null ? [] : [this.network]),
     ]);
   }
 

@@ -221,6 +221,7 @@ const schedulerModule = (
         monitorMs: swarm.monitorMs,
         updateTimeoutMs: swarm.updateTimeoutMs,
         nodeAddresses: swarm.nodeAddresses,
+        network: swarm.network,
         // Swarm replaces and moves tasks by itself: the router hears of it at once.
         onEndpointsChanged: () => void leaving.refreshRoutes().catch(() => undefined),
       });

@@ -50,6 +50,8 @@ export interface SwarmSettings {
   updateTimeoutMs: number;
   /** SWARM_NODE_ADDRESSES: the address the router uses for a node, by node hostname or id (others: the node's own). */
   nodeAddresses: Record<string, string>;
+  /** SWARM_NETWORK: the swarm-scoped bridge network (inter-container communication off) every task joins; null: the nodes' default bridge. */
+  network: string | null;
   /** REGISTRY: where pushed builds go for every node to pull them; null when unset (only `image` deploys then). */
   registry: string | null;
 }
@@ -428,6 +430,10 @@ function swarm(env: Env): SwarmSettings {
     if (!match) throw new ConfigError('SWARM_NODE_ADDRESSES', `must be node=address pairs separated by commas (node: hostname or id), got "${entry}"`);
     nodeAddresses[match[1] as string] = match[2] as string;
   }
+  const network = text(env, 'SWARM_NETWORK', '');
+  if (network !== '' && !/^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,63}$/.test(network)) {
+    throw new ConfigError('SWARM_NETWORK', `must be the name of a Docker network: up to 64 letters, digits, dots, dashes or underscores, got "${network}"`);
+  }
   return {
     prefix,
     drainMs: integer(env, 'SWARM_DRAIN_SECONDS', 3, 0, 600) * 1000,
@@ -435,6 +441,7 @@ function swarm(env: Env): SwarmSettings {
     monitorMs: integer(env, 'SWARM_UPDATE_MONITOR_SECONDS', 3, 0, 3600) * 1000,
     updateTimeoutMs: integer(env, 'SWARM_UPDATE_TIMEOUT_SECONDS', 300, 10, 24 * 3600) * 1000,
     nodeAddresses,
+    network: network === '' ? null : network,
     registry: registrySetting(env),
   };
 }

@@ -34,6 +34,8 @@ describeSwarm('git pushes on a two-node Docker Swarm with a registry (SCHEDULER=
     REGISTRY: TEST_SWARM_REGISTRY ?? '',
     DOCKER_INSTANCE: `e2e-reg-${tag}`,
     SWARM_SERVICE_PREFIX: prefix,
+    // The tasks' network of .ci/swarm.sh (ICC off), when it made one.
+    SWARM_NETWORK: process.env.TEST_SWARM_NETWORK?.trim() ?? '',
     SWARM_DRAIN_SECONDS: '1',
     SWARM_HEALTH_INTERVAL_SECONDS: '1',
     SWARM_UPDATE_MONITOR_SECONDS: '1',

@@ -74,6 +74,8 @@ describeSwarm('the controller on a two-node Docker Swarm (SCHEDULER=swarm)', () 
     DOCKER_HOST: TEST_SWARM_HOST ?? '',
     DOCKER_INSTANCE: `e2e-${tag}`,
     SWARM_SERVICE_PREFIX: `e2e${tag}`,
+    // The tasks' network of .ci/swarm.sh (ICC off), when it made one.
+    SWARM_NETWORK: process.env.TEST_SWARM_NETWORK?.trim() ?? '',
     SWARM_DRAIN_SECONDS: '2',
     SWARM_HEALTH_INTERVAL_SECONDS: '1',
     SWARM_UPDATE_MONITOR_SECONDS: '1',

@@ -14,6 +14,9 @@ export const TEST_SWARM_WORKER_HOST = env('TEST_SWARM_WORKER_HOST');
 /** The registry every node pulls the test images from (`TEST_SWARM_REGISTRY`, host:port), or null: images are the nodes' own. */
 export const TEST_SWARM_REGISTRY = env('TEST_SWARM_REGISTRY');
 
+/** The swarm network of the tasks (`TEST_SWARM_NETWORK`: scope swarm, ICC off), or null: the nodes' default bridge. */
+export const TEST_SWARM_NETWORK = env('TEST_SWARM_NETWORK');
+
 /** The busybox test image, as every node of the swarm can get it. */
 export const SWARM_BUSYBOX = TEST_SWARM_REGISTRY === null ? 'svc-test/busybox:1' : `${TEST_SWARM_REGISTRY}/svc-test/busybox:1`;
 
@@ -40,6 +43,11 @@ function describeNeeding(variable: string, value: string | null, how: string, ti
  */
 export function describeWithSwarm(title: string, body: () => void): void {
   describeNeeding('TEST_SWARM_HOST', TEST_SWARM_HOST, 'a swarm manager', title, body);
+}
+
+/** Like {@link describeWithSwarm}, for tests that need the tasks' network (TEST_SWARM_NETWORK). */
+export function describeWithSwarmNetwork(title: string, body: () => void): void {
+  describeNeeding('TEST_SWARM_NETWORK', TEST_SWARM_HOST === null ? null : TEST_SWARM_NETWORK, 'a swarm network with inter-container communication off', title, body);
 }
 
 /** Like {@link describeWithSwarm}, for tests that need a second node (TEST_SWARM_WORKER_HOST). */
@@ -80,6 +88,7 @@ export async function testSwarm(overrides: Partial<SwarmSchedulerOptions> = {}):
     restartDelayMs: 500,
     pollMs: 500,
     pidsLimit: 64,
+    network: TEST_SWARM_NETWORK,
     onEndpointsChanged: () => {
       changes++;
     },

@@ -32,6 +32,8 @@
 #   TEST_SWARM_NETWORK       svc-apps   the tasks' network (SWARM_NETWORK): a swarm-scoped bridge
 #                                       network made from a config-only network on each node,
 #                                       10.80.0.0/24 on bridge svc-apps0, ICC off
+#   TEST_SWARM_FIREWALL      1          each node has the host firewall of docs/operations.md:
+#                                       tasks cannot open connections to the nodes
 #   SVC_CI_SWARM_DIR         the directory, for swarm_stop
 # The swarm's overlay networks come from 10.64.0.0/12, apart from the host bridge's subnet.
 # swarm_stop kills the registry and both daemons by pid (and whatever is left in the nodes'
@@ -211,6 +213,16 @@ swarm_start() {
   DOCKER_HOST="$manager" docker network create -d bridge --scope swarm --config-from "$network-config" "$network" >/dev/null ||
     { swarm_log "could not make the swarm network $network"; return 1; }
 
+  # The host firewall of docs/operations.md (step 7) on each node, as an operator sets it: new
+  # connections from the tasks' bridge to the node itself and to the other nodes are dropped,
+  # so a task cannot reach other tasks' published ports; replies (the router's connections) pass.
+  for node in manager worker; do
+    ns="$name-${node:0:1}"
+    ip netns exec "$ns" iptables -I INPUT -i svc-apps0 -m conntrack --ctstate NEW -j DROP &&
+      ip netns exec "$ns" iptables -I DOCKER-USER -i svc-apps0 -d "$subnet.0/24" -m conntrack --ctstate NEW -j DROP ||
+      { swarm_log "could not install the firewall of the $node"; return 1; }
+  done
+
   DOCKER_HOST="$manager" docker_engine_images >&2 || return 1
   local image
   for image in svc-test/busybox:1 svc-test/node:20; do
@@ -227,6 +239,7 @@ swarm_start() {
   export TEST_SWARM_MANAGER_ADDR="$manager_addr"
   export TEST_SWARM_WORKER_ADDR="$worker_addr"
   export TEST_SWARM_NETWORK="$network"
+  export TEST_SWARM_FIREWALL=1
   swarm_log "TEST_SWARM_HOST=$TEST_SWARM_HOST TEST_SWARM_WORKER_HOST=$TEST_SWARM_WORKER_HOST TEST_SWARM_REGISTRY=$TEST_SWARM_REGISTRY"
   swarm_log "TEST_SWARM_MANAGER_ADDR=$TEST_SWARM_MANAGER_ADDR TEST_SWARM_WORKER_ADDR=$TEST_SWARM_WORKER_ADDR TEST_SWARM_NETWORK=$TEST_SWARM_NETWORK"
 }
@@ -239,7 +252,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
       # start cleans up after itself.
       SVC_CI_SWARM_NO_TRAP=1
       if swarm_start; then
-        for v in SVC_CI_SWARM_DIR TEST_SWARM_HOST TEST_SWARM_WORKER_HOST TEST_SWARM_REGISTRY TEST_SWARM_MANAGER_ADDR TEST_SWARM_WORKER_ADDR TEST_SWARM_NETWORK; do
+        for v in SVC_CI_SWARM_DIR TEST_SWARM_HOST TEST_SWARM_WORKER_HOST TEST_SWARM_REGISTRY TEST_SWARM_MANAGER_ADDR TEST_SWARM_WORKER_ADDR TEST_SWARM_NETWORK TEST_SWARM_FIREWALL; do
           echo "export $v=${!v}"
         done
       else

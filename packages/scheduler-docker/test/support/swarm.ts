@@ -17,6 +17,9 @@ export const TEST_SWARM_REGISTRY = env('TEST_SWARM_REGISTRY');
 /** The swarm network of the tasks (`TEST_SWARM_NETWORK`: scope swarm, ICC off), or null: the nodes' default bridge. */
 export const TEST_SWARM_NETWORK = env('TEST_SWARM_NETWORK');
 
+/** Whether the nodes have the host firewall of docs/operations.md (`TEST_SWARM_FIREWALL`, set by .ci/swarm.sh). */
+export const TEST_SWARM_FIREWALL = env('TEST_SWARM_FIREWALL') !== null;
+
 /** The busybox test image, as every node of the swarm can get it. */
 export const SWARM_BUSYBOX = TEST_SWARM_REGISTRY === null ? 'svc-test/busybox:1' : `${TEST_SWARM_REGISTRY}/svc-test/busybox:1`;
 

@@ -1,16 +1,10 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import { HOP_BY_HOP as CONNECTION_HEADERS } from './http1';
+import { normalized } from './limits';
 
 /** Headers that describe one connection, not the message: never passed on as they are. */
 const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
+  ...CONNECTION_HEADERS,
   // The router has answered `Expect: 100-continue` itself.
   'expect',
 ]);
@@ -40,8 +34,7 @@ export function endToEnd(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
 
 /** The client's address as the app should see it: IPv4 without its IPv6 mapping prefix. */
 export function clientAddress(req: IncomingMessage): string {
-  const address = req.socket.remoteAddress ?? '';
-  return address.startsWith('::ffff:') && address.includes('.') ? address.slice('::ffff:'.length) : address;
+  return normalized(req.socket.remoteAddress ?? '');
 }
 
 /**

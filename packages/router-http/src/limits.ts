@@ -30,6 +30,7 @@ export class ConnectionLimiter {
   }
 }
 
-function normalized(address: string): string {
+/** A client's address without the IPv6 mapping of an IPv4 address (`::ffff:10.0.0.1` is `10.0.0.1`). */
+export function normalized(address: string): string {
   return address.startsWith('::ffff:') && address.includes('.') ? address.slice('::ffff:'.length) : address;
 }

@@ -10,6 +10,7 @@ import { STATUS_CODES } from 'node:http';
 import { createConnection, type Socket } from 'node:net';
 import { ChunkedScanner, HttpError, MAX_HEAD_BYTES, bodilessAnswer, headEnd, isHopByHop, parseRequestHead, parseResponseHead, type Field, type RequestHead, type ResponseHead } from './http1';
 import { hostNameOf } from './host';
+import { normalized } from './limits';
 import type { ResolvedRoute, RouteTarget, RouterLogger } from './ports';
 
 /** What one request's log line says about its routing. */
@@ -51,7 +52,7 @@ export interface RelayContext {
 }
 
 /** HTTP methods that may be sent again when a kept connection turned out to be closed. */
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
+export const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
 /** Bytes of the next requests a client connection may hold while its current answer is on its way. */
 const PIPELINE_BYTES = 64 * 1024;
 /** The largest response head taken from a process. */
@@ -67,8 +68,8 @@ const READ_BUFFER = Buffer.allocUnsafeSlow(64 * 1024);
 /** How long a connection the relay closes may still send (what it sends is read and dropped, so the answer is not reset). */
 const LINGER_MS = 1000;
 
-const keyOf = (target: RouteTarget): string => `${target.host}:${target.port}`;
-const normalized = (address: string): string => (address.startsWith('::ffff:') && address.includes('.') ? address.slice('::ffff:'.length) : address);
+/** A process's key in the pools and in the targets tried: `host:port`. */
+export const keyOf = (target: RouteTarget): string => `${target.host}:${target.port}`;
 
 const enum State {
   Head,
@@ -85,7 +86,7 @@ const enum Body {
 }
 
 /** An answer of the router itself, as bytes (plain text; no body for HEAD). */
-function ownAnswer(status: number, text: string, head: boolean, connection: 'close' | 'keep-alive' | null): string {
+export function ownAnswer(status: number, text: string, head: boolean, connection: 'close' | 'keep-alive' | null): string {
   const length = Buffer.byteLength(text);
   return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${length}\r\nCache-Control: no-store\r\n` +
@@ -870,11 +871,6 @@ export class Relay {
       return;
     }
     this.connections.add(new Inbound(this, socket, secure));
-  }
-
-  /** Client connections open. */
-  get size(): number {
-    return this.connections.size;
   }
 
   /**

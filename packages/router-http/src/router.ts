@@ -1,4 +1,4 @@
-import { Agent, STATUS_CODES, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
@@ -7,7 +7,7 @@ import { endToEnd, forwardedHeaders, withoutBody } from './headers';
 import { hostNameOf } from './host';
 import { ConnectionLimiter } from './limits';
 import type { CertificateStore, RequestObserver, ResolvedRoute, RouteTable, RouteTarget, RouterLogger } from './ports';
-import { Relay, type Exchanged, type Routing, type Targets } from './relay';
+import { IDEMPOTENT, Relay, keyOf, ownAnswer, type Exchanged, type Routing, type Targets } from './relay';
 import { RouteCache } from './route-cache';
 
 /** Limits on the connections of clients, and how long they may take. */
@@ -56,13 +56,10 @@ export interface AppRouterOptions {
   upstream?: UpstreamPoolOptions;
 }
 
-/** HTTP methods that may be sent again when a kept connection turned out to be closed. */
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE']);
 
 
 const silentLogger: RouterLogger = Object.freeze({ info: () => undefined, warn: () => undefined, error: () => undefined });
 
-const keyOf = (target: RouteTarget): string => `${target.host}:${target.port}`;
 
 /** The path of a request URL without its query string, for logs. */
 const pathOf = (url: string | undefined): string => (url ?? '/').split('?')[0] ?? '/';
@@ -327,25 +324,17 @@ export class AppRouter {
 
   /** The access log line (sampled) and the observer's figures of one request of an embedder's server. */
   private finished(req: IncomingMessage, res: ServerResponse, host: string | null, routing: Routing, started: bigint): void {
-    const durationMs = Number((process.hrtime.bigint() - started) / 1000n) / 1000;
-    this.options.observer?.request(routing.app, res.statusCode, durationMs);
-    if (!this.logsAccess) return;
-    if (res.statusCode < 500 && (this.sample === 0 || (this.sample < 1 && Math.random() >= this.sample))) return;
-    this.logger.info(
-      {
-        host,
-        app: routing.app,
-        method: req.method,
-        path: pathOf(req.url),
-        status: res.statusCode,
-        target: routing.target,
-        attempts: routing.attempts,
-        durationMs,
-        client: req.socket.remoteAddress,
-        ...(res.writableFinished ? {} : { aborted: true }),
-      },
-      'routed',
-    );
+    this.relayed({
+      host,
+      method: req.method as string,
+      url: req.url ?? '/',
+      status: res.statusCode,
+      routing,
+      durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
+      // Absent once the socket is gone: the log line then has no client, as before.
+      client: req.socket.remoteAddress as string,
+      aborted: !res.writableFinished,
+    });
   }
 
   private forward(req: IncomingMessage, res: ServerResponse, secure: boolean, targets: Targets, routing: Routing): void {
@@ -587,10 +576,7 @@ function plainAnswer(req: IncomingMessage, res: ServerResponse, status: number, 
 /** The same answer written on a raw socket (an upgrade request has no response object), then closed. */
 function rawAnswer(socket: Duplex, status: number, text: string): void {
   if (socket.destroyed) return;
-  socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: text/plain; charset=utf-8\r\n` +
-      `Content-Length: ${Buffer.byteLength(text)}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n${text}`,
-  );
+  socket.end(ownAnswer(status, text, false, 'close'));
 }
 
 /** The status line and headers of a process's answer, for a raw socket; `closing` makes the body end with the connection. */

@@ -19,7 +19,7 @@ import {
   waitAtMost,
 } from './engine';
 import { guardHostFromBridge } from './host-guard';
-import { SCHEDULER_LOG_SOURCE, engineScheduling, type EngineScheduling, type EngineSchedulerOptions } from './options';
+import { SCHEDULER_LOG_SOURCE, engineScheduling, startTimeoutOf, type EngineScheduling, type EngineSchedulerOptions } from './options';
 import { DEFAULT_CONTAINER_PORT, ImageNotFound, assertRunnable, containerPortFor } from './images';
 import { acceptsConnections, healthcheckUrl, httpStatus } from './readiness';
 
@@ -450,11 +450,6 @@ export class DockerScheduler implements Scheduler {
     );
   }
 
-  private startTimeout(spec: ContainerSpec): number {
-    const own = Number(spec.env.HEALTHCHECK_TIMEOUT);
-    return Number.isFinite(own) && own > 0 ? Math.min(own * 1000, this.base.startTimeoutMs) : this.base.startTimeoutMs;
-  }
-
   private async waitUntilUp(managed: Managed, container: Docker.Container): Promise<void> {
     const { spec } = managed;
     const failed = async (): Promise<Error | null> => {
@@ -476,7 +471,7 @@ export class DockerScheduler implements Scheduler {
       // A container that exited at once has left the network already: its exit is the reason.
       throw (await failed()) ?? new Error(`it has no address on the network ${this.network}`);
     }
-    const timeoutMs = this.startTimeout(spec);
+    const timeoutMs = startTimeoutOf(this.base, spec.env);
     const deadline = Date.now() + timeoutMs;
     const health = healthcheckUrl(spec.env.HEALTHCHECK_URL, address, managed.port);
     let lastAnswer = 'no answer';

@@ -5,7 +5,7 @@ import type { Readable } from 'node:stream';
 import ignore from '@balena/dockerignore';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
-import { buildFailed, isReleaseImage, type ImageBuilder, type ImageBuildRequest } from '@svc/core';
+import { buildFailed, isDigestReference, isReleaseImage, type ImageBuilder, type ImageBuildRequest } from '@svc/core';
 import { UnreadableReference, imageReferences } from './dockerfile-references';
 
 /** The user (uid and gid) apps run as: a Procfile build's files in `/app` belong to it. */
@@ -208,7 +208,7 @@ export class DockerImageBuilder implements ImageBuilder {
   async remove(image: string): Promise<void> {
     try {
       // A reference by digest names the image without being one of its names: remove by id.
-      const id = image.includes('@') ? (await this.docker.getImage(image).inspect()).Id : image;
+      const id = isDigestReference(image) ? (await this.docker.getImage(image).inspect()).Id : image;
       await this.docker.getImage(id).remove({ force: true });
     } catch (error) {
       if (statusOf(error) !== 404) throw error;

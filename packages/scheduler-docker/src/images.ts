@@ -13,7 +13,7 @@ export class ImageNotFound extends RequestRejected {
 }
 
 /** A failed pull as the deploy reports it: the request's fault (no such image) or the platform's (registry unreachable). */
-export function pullFailure(image: string, error: unknown): Error {
+function pullFailure(image: string, error: unknown): Error {
   const reason = engineReason(error);
   const status = engineStatus(error);
   const message = `pulling ${image} failed: ${reason}`;

@@ -53,6 +53,15 @@ export interface EngineScheduling {
   readonly stopTimeoutMs: number;
 }
 
+/**
+ * How long a container of `env` may take to start: its own `HEALTHCHECK_TIMEOUT` (seconds),
+ * at most the scheduler's `startTimeoutMs`.
+ */
+export function startTimeoutOf(base: Pick<EngineScheduling, 'startTimeoutMs'>, env: Record<string, string>): number {
+  const own = Number(env.HEALTHCHECK_TIMEOUT);
+  return Number.isFinite(own) && own > 0 ? Math.min(own * 1000, base.startTimeoutMs) : base.startTimeoutMs;
+}
+
 /** The source of the lines the engine schedulers write to an app's log. */
 export const SCHEDULER_LOG_SOURCE = 'svc[scheduler]';
 

@@ -1,10 +1,10 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
 import { memoryLimitBytes, type BatchedLogWriter, type ContainerSpec, type ContainerState, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
-import type { Endpoint } from './docker-scheduler';
-import { CappedOutput, LABELS, containerLimits, digestOf, engineReason, engineStatus, environmentList, followFrames, followLines, formatSeconds, lastOutputNote, sleep, sortedEntries, waitAtMost } from './engine';
+import { RUN_TIMEOUT_EXIT_CODE, type Endpoint } from './docker-scheduler';
+import { CappedOutput, LABELS, containerLimits, type ContainerLimits, digestOf, engineReason, engineStatus, environmentList, followFrames, followLines, formatSeconds, lastOutputNote, sleep, sortedEntries, waitAtMost } from './engine';
 import { assertRunnable, containerPortFor, imageCommand } from './images';
-import { SCHEDULER_LOG_SOURCE, engineScheduling, type EngineScheduling, type EngineSchedulerOptions } from './options';
+import { SCHEDULER_LOG_SOURCE, engineScheduling, startTimeoutOf, type EngineScheduling, type EngineSchedulerOptions } from './options';
 import { acceptsConnections, healthcheckPath } from './readiness';
 import {
   TASK_FAILED_STATES,
@@ -20,8 +20,6 @@ import {
   type TaskTemplate,
 } from './swarm-api';
 
-/** The exit code reported for a one-off command stopped by its timeout (as `timeout(1)` does). */
-const RUN_TIMEOUT_EXIT_CODE = 124;
 /** The label of a service that lists the platform's containers it stands for, as JSON `[[id, num, digest], ...]`. */
 export const MEMBERS_LABEL = 'svc.members';
 
@@ -325,7 +323,11 @@ export class SwarmScheduler implements Scheduler {
    */
   endpoints(app: string, type: string): Endpoint[] {
     const service = this.services.get(this.serviceName(app, type));
-    if (service === undefined || service.port === null) return [];
+    return service === undefined ? [] : this.endpointsOf(service);
+  }
+
+  private endpointsOf(service: Service): Endpoint[] {
+    if (service.port === null) return [];
     const routable = (task: TaskView): boolean => {
       const node = this.nodes.get(task.node);
       return task.state === 'running' && task.port !== null && node !== undefined && node.ready && node.address !== null;
@@ -692,7 +694,8 @@ export class SwarmScheduler implements Scheduler {
 
   private async poll(): Promise<void> {
     if (this.services.size === 0) return;
-    const tasks = await listTasks(this.docker, {});
+    // Only the tasks of this scheduler's services: the swarm may run many others.
+    const tasks = await listTasks(this.docker, { service: [...this.services.values()].map((service) => service.id) });
     const byService = new Map<string, TaskView[]>();
     for (const task of tasks) {
       const views = byService.get(task.ServiceID) ?? [];
@@ -723,7 +726,7 @@ export class SwarmScheduler implements Scheduler {
     const parts: string[] = [];
     for (const service of [...this.services.values()].sort((a, b) => (a.name < b.name ? -1 : 1))) {
       if (service.port === null) continue;
-      parts.push(`${service.name}=${this.endpoints(service.app, service.type).map((e) => `${e.id}@${e.host}:${e.port}`).join(',')}`);
+      parts.push(`${service.name}=${this.endpointsOf(service).map((e) => `${e.id}@${e.host}:${e.port}`).join(',')}`);
     }
     const key = parts.join(' ');
     if (key === this.endpointKey) return;
@@ -848,7 +851,7 @@ export class SwarmScheduler implements Scheduler {
     };
   }
 
-  private limitsOf(limits: ReturnType<typeof containerLimits>): TaskTemplate['Resources']['Limits'] {
+  private limitsOf(limits: ContainerLimits): TaskTemplate['Resources']['Limits'] {
     return {
       Pids: this.base.pidsLimit,
       ...(limits.memoryBytes === null ? {} : { MemoryBytes: limits.memoryBytes }),
@@ -876,7 +879,7 @@ export class SwarmScheduler implements Scheduler {
         Interval: ms(this.healthIntervalMs),
         Timeout: ms(timeout),
         Retries: 3,
-        StartPeriod: ms(this.startTimeout(spec)),
+        StartPeriod: ms(startTimeoutOf(this.base, spec.env)),
       };
     }
     const limits = containerLimits(spec.memory, spec.cpu, { memory: this.base.defaultMemory, cpu: this.base.defaultCpu });
@@ -893,11 +896,6 @@ export class SwarmScheduler implements Scheduler {
 
   private networks(): Pick<TaskTemplate, 'Networks'> {
     return this.network === null ? {} : { Networks: [{ Target: this.network }] };
-  }
-
-  private startTimeout(spec: ContainerSpec): number {
-    const own = Number(spec.env.HEALTHCHECK_TIMEOUT);
-    return Number.isFinite(own) && own > 0 ? Math.min(own * 1000, this.base.startTimeoutMs) : this.base.startTimeoutMs;
   }
 
   /** Everything a service's tasks are made from, but not which containers it stands for. */
@@ -954,12 +952,7 @@ export class SwarmScheduler implements Scheduler {
 
   /** Reads the service's labels again (after Swarm rolled it back, the labels are the earlier ones too). */
   private async reload(service: Service): Promise<void> {
-    const info = await this.inspect(service);
-    service.digest = info.Spec.Labels[LABELS.spec] ?? '';
-    service.force = info.Spec.TaskTemplate.ForceUpdate ?? 0;
-    service.release = Number(info.Spec.Labels[LABELS.release] ?? 0);
-    service.members = new Map(membersOf(info).map((m) => [m.id, m]));
-    service.port = info.Spec.EndpointSpec?.Ports?.[0]?.TargetPort ?? null;
+    Object.assign(service, specFields(await this.inspect(service)));
   }
 
   /** Learns, once, the services this instance has on the swarm (from an earlier controller process). */
@@ -977,11 +970,7 @@ export class SwarmScheduler implements Scheduler {
           app,
           type,
           id: info.ID,
-          digest: labels[LABELS.spec] ?? '',
-          force: info.Spec.TaskTemplate.ForceUpdate ?? 0,
-          release: Number(labels[LABELS.release] ?? 0),
-          members: new Map(membersOf(info).map((m) => [m.id, m])),
-          port: info.Spec.EndpointSpec?.Ports?.[0]?.TargetPort ?? null,
+          ...specFields(info),
           tasks: [],
           lastLine: null,
           logs: null,
@@ -1034,6 +1023,17 @@ function replicasOf(members: Map<string, Member>): number {
   const digests = new Map<string, number>();
   for (const member of members.values()) digests.set(member.digest, (digests.get(member.digest) ?? 0) + 1);
   return Math.max(0, ...digests.values());
+}
+
+/** What a service's spec on the engine says of it: its labels, its forced updates and its port. */
+function specFields(info: ServiceInfo): Pick<Service, 'digest' | 'force' | 'release' | 'members' | 'port'> {
+  return {
+    digest: info.Spec.Labels[LABELS.spec] ?? '',
+    force: info.Spec.TaskTemplate.ForceUpdate ?? 0,
+    release: Number(info.Spec.Labels[LABELS.release] ?? 0),
+    members: new Map(membersOf(info).map((m) => [m.id, m])),
+    port: info.Spec.EndpointSpec?.Ports?.[0]?.TargetPort ?? null,
+  };
 }
 
 function membersOf(info: ServiceInfo): Member[] {

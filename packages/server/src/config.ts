@@ -52,8 +52,6 @@ export interface SwarmSettings {
   nodeAddresses: Record<string, string>;
   /** SWARM_NETWORK: the swarm-scoped bridge network (inter-container communication off) every task joins; null: the nodes' default bridge. */
   network: string | null;
-  /** REGISTRY: where pushed builds go for every node to pull them; null when unset (only `image` deploys then). */
-  registry: string | null;
 }
 
 /** How the process scheduler runs apps (SCHEDULER=process). */
@@ -299,7 +297,7 @@ const IMAGE_REFERENCE = /^[a-z0-9]+([._/-][a-z0-9]+)*(:[0-9]{1,5}\/[a-z0-9]+([._
  * `IMAGE_BUILDER`: `docker` builds every pushed commit into an image (the default with the
  * Docker scheduler), `none` runs it from its checkout (what the process scheduler needs).
  */
-function imageBuilds(env: Env): ImageBuildSettings | null {
+function imageBuilds(env: Env, registry: string | null): ImageBuildSettings | null {
   const scheduler = text(env, 'SCHEDULER', 'auto');
   const fallback = scheduler === 'docker' || scheduler === 'swarm' || scheduler === 'auto' ? 'docker' : 'none';
   const chosen = oneOf(env, 'IMAGE_BUILDER', fallback, ['docker', 'none'] as const);
@@ -324,7 +322,7 @@ function imageBuilds(env: Env): ImageBuildSettings | null {
     cpuShares: integer(env, 'BUILD_CPU_SHARES', 512, 2, 1024),
     contextLimitBytes: integer(env, 'BUILD_CONTEXT_LIMIT_MB', 256, 1, 64 * 1024) * 1024 * 1024,
     network,
-    registry: registrySetting(env),
+    registry,
   };
 }
 
@@ -442,7 +440,6 @@ function swarm(env: Env): SwarmSettings {
     updateTimeoutMs: integer(env, 'SWARM_UPDATE_TIMEOUT_SECONDS', 300, 10, 24 * 3600) * 1000,
     nodeAddresses,
     network: network === '' ? null : network,
-    registry: registrySetting(env),
   };
 }
 
@@ -602,6 +599,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     metrics: metrics(env),
     router: routerSettings(env),
     settings,
-    imageBuilds: imageBuilds(env),
+    // REGISTRY is checked whether or not images are built: a bad value stops the start either way.
+    imageBuilds: imageBuilds(env, registrySetting(env)),
   };
 }

@@ -4,7 +4,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { utils } from 'ssh2';
+import { generateEd25519Pair } from '@svc/builder-git';
 import { startTestServer, type TestServer } from '../../server/test/support';
 import { ecdsaPair } from '../../server/test/support/certs';
 import { run } from '../../builder-git/test/support/git-client';
@@ -68,7 +68,7 @@ describe('svc, the command-line client, against a running controller', () => {
     checkout = join(root, 'hello');
     await mkdir(join(home, '.ssh'), { recursive: true, mode: 0o700 });
     await mkdir(checkout);
-    const pair = utils.generateKeyPairSync('ed25519', { comment: 'alice@laptop' });
+    const pair = generateEd25519Pair('alice@laptop');
     await writeFile(join(home, '.ssh', 'id_ed25519'), pair.private, { mode: 0o600 });
     await writeFile(join(home, '.ssh', 'id_ed25519.pub'), `${pair.public}\n`);
     await mkdir(join(root, 'data'));

@@ -1,6 +1,7 @@
 import { createHash, generateKeyPairSync } from 'node:crypto';
 import { utils } from 'ssh2';
 import { DomainError, ValidationFailed } from '@svc/core';
+import { generateEd25519Pair } from '@svc/builder-git';
 import { Ssh2PublicKeyParser } from '../src';
 
 // Computed once with `ssh-keygen -lf` (OpenSSH) on keys it generated; stored so the test
@@ -44,7 +45,7 @@ function rejection(text: string): string {
 }
 
 const generated = {
-  ed25519: utils.generateKeyPairSync('ed25519'),
+  ed25519: generateEd25519Pair(),
   ecdsa256: utils.generateKeyPairSync('ecdsa', { bits: 256 }),
   ecdsa384: utils.generateKeyPairSync('ecdsa', { bits: 384 }),
   ecdsa521: utils.generateKeyPairSync('ecdsa', { bits: 521 }),

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { utils } from 'ssh2';
+import { generateEd25519Pair } from '../../src';
 
 /** An SSH key pair on disk, as a developer has one. */
 export interface KeyPair {
@@ -13,7 +13,7 @@ export interface KeyPair {
 
 /** Generates an ed25519 key pair and writes the private key where `ssh -i` can use it. */
 export async function keyPair(dir: string, name: string): Promise<KeyPair> {
-  const pair = utils.generateKeyPairSync('ed25519', { comment: `${name}@example.com` });
+  const pair = generateEd25519Pair(`${name}@example.com`);
   const path = join(dir, `${name}_ed25519`);
   await writeFile(path, pair.private, { mode: 0o600 });
   return { path, publicKey: pair.public };

@@ -89,9 +89,10 @@ docker_engine_free_port() {
 }
 
 # Starts Debian's docker-registry on <addr:port>, storing under <dir>/registry, its pid in
-# <dir>/registry.pid (the stop functions kill it), and waits until it answers.
+# <dir>/registry.pid (the stop functions kill it), and waits until it answers. With a third
+# argument, an htpasswd file (bcrypt), it takes no request without one of its logins.
 docker_registry_start() {
-  local dir="$1" addr="$2"
+  local dir="$1" addr="$2" htpasswd="${3:-}"
   mkdir -p "$dir/registry"
   cat >"$dir/registry.yml" <<EOF
 version: 0.1
@@ -105,11 +106,16 @@ storage:
 http:
   addr: $addr
 EOF
+  if [ -n "$htpasswd" ]; then
+    printf 'auth:\n  htpasswd:\n    realm: svc-ci\n    path: %s\n' "$htpasswd" >>"$dir/registry.yml"
+  fi
   docker-registry serve "$dir/registry.yml" >"$dir/registry.log" 2>&1 &
   echo $! >"$dir/registry.pid"
-  local _
+  # A registry with a login answers 401 to the anonymous probe: it is up all the same.
+  local expected=200 _
+  [ -n "$htpasswd" ] && expected=401
   for _ in $(seq 1 30); do
-    if node -e 'require("http").get(process.argv[1],r=>process.exit(r.statusCode===200?0:1)).on("error",()=>process.exit(1))' "http://$addr/v2/"; then return 0; fi
+    if node -e 'require("http").get(process.argv[1],r=>process.exit(r.statusCode===Number(process.argv[2])?0:1)).on("error",()=>process.exit(1))' "http://$addr/v2/" "$expected"; then return 0; fi
     sleep 0.5
   done
   docker_engine_log "docker-registry did not answer on $addr; its log:"

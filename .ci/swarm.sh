@@ -27,6 +27,8 @@
 #   TEST_SWARM_WORKER_HOST   unix://<dir>/worker.sock    the worker's engine
 #   TEST_SWARM_REGISTRY      10.x.y.1:<port>             the registry every node pulls from,
 #                            holding <registry>/svc-test/busybox:1 and <registry>/svc-test/node:20
+#   TEST_SWARM_AUTH_REGISTRY 10.x.y.1:<port>             an empty registry that takes no request
+#   TEST_SWARM_REGISTRY_USERNAME, TEST_SWARM_REGISTRY_PASSWORD    without this login (htpasswd)
 #   TEST_SWARM_MANAGER_ADDR  10.x.y.2   the nodes' addresses: ports published in host mode are
 #   TEST_SWARM_WORKER_ADDR   10.x.y.3   reachable there from the host (controller and router)
 #   TEST_SWARM_NETWORK       svc-apps   the tasks' network (SWARM_NETWORK): a swarm-scoped bridge
@@ -47,7 +49,10 @@ swarm_stop() {
   [ -n "$dir" ] && [ -d "$dir" ] || return 0
   local name=""
   [ -f "$dir/name" ] && name="$(cat "$dir/name")"
-  if [ -f "$dir/registry.pid" ]; then kill "$(cat "$dir/registry.pid")" 2>/dev/null || true; fi
+  local registry_pid
+  for registry_pid in "$dir/registry.pid" "$dir/auth/registry.pid"; do
+    if [ -f "$registry_pid" ]; then kill "$(cat "$registry_pid")" 2>/dev/null || true; fi
+  done
   # Both daemons at once: each stops its containers (no live restore) and its containerd.
   local node pid pids=()
   for node in worker manager; do
@@ -83,7 +88,7 @@ swarm_stop() {
 # As `ip netns exec` does, /sys is mounted again so that it shows the node's interfaces; the
 # host's cgroup mounts are carried over onto it, dockerd needs them.
 swarm_dockerd() {
-  local dir="$1" node="$2" ns="$3" registry="$4"
+  local dir="$1" node="$2" ns="$3" registry="$4" auth_registry="$5"
   mkdir -p "$dir/$node/cgroup"
   nsenter --net="/run/netns/$ns" unshare --mount --uts --propagation slave sh -c '
     hostname "$1" && mount --rbind /sys/fs/cgroup "$2" && mount -t sysfs sysfs /sys &&
@@ -96,6 +101,7 @@ swarm_dockerd() {
     --pidfile "$dir/$node.pid" \
     -H "unix://$dir/$node.sock" \
     --insecure-registry "$registry" \
+    --insecure-registry "$auth_registry" \
     --iptables=true \
     --shutdown-timeout 3 \
     >"$dir/$node.log" 2>&1 &
@@ -120,6 +126,7 @@ swarm_start() {
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
   command -v unshare >/dev/null 2>&1 || missing+=(util-linux)
   command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+  command -v htpasswd >/dev/null 2>&1 || missing+=(apache2-utils)
   if [ "${#missing[@]}" -gt 0 ]; then
     swarm_log "installing ${missing[*]}"
     (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}") >/dev/null ||
@@ -179,10 +186,20 @@ swarm_start() {
     { swarm_log "no free port on $host_addr"; return 1; }
   local registry="$host_addr:$port"
   docker_registry_start "$dir" "$registry" >&2 || return 1
+  # A second registry that asks for a login, as a production registry does (REGISTRY_USERNAME, REGISTRY_PASSWORD).
+  local auth_port username=svc-ci password
+  auth_port="$(docker_engine_free_port "$host_addr")" ||
+    { swarm_log "no free port on $host_addr"; return 1; }
+  local auth_registry="$host_addr:$auth_port"
+  password="$(node -e 'console.log(require("crypto").randomBytes(18).toString("base64url"))')"
+  mkdir -p "$dir/auth"
+  htpasswd -nbB "$username" "$password" >"$dir/auth/htpasswd" ||
+    { swarm_log "could not write the registry's htpasswd file"; return 1; }
+  docker_registry_start "$dir/auth" "$auth_registry" "$dir/auth/htpasswd" >&2 || return 1
 
   swarm_log "starting the manager and the worker in $dir"
-  swarm_dockerd "$dir" manager "$name-m" "$registry"
-  swarm_dockerd "$dir" worker "$name-w" "$registry"
+  swarm_dockerd "$dir" manager "$name-m" "$registry" "$auth_registry"
+  swarm_dockerd "$dir" worker "$name-w" "$registry" "$auth_registry"
   swarm_wait_engine "$dir" manager || return 1
   swarm_wait_engine "$dir" worker || return 1
   swarm_log "engines up after $((SECONDS - started)) s"
@@ -236,6 +253,9 @@ swarm_start() {
   export TEST_SWARM_HOST="$manager"
   export TEST_SWARM_WORKER_HOST="$worker"
   export TEST_SWARM_REGISTRY="$registry"
+  export TEST_SWARM_AUTH_REGISTRY="$auth_registry"
+  export TEST_SWARM_REGISTRY_USERNAME="$username"
+  export TEST_SWARM_REGISTRY_PASSWORD="$password"
   export TEST_SWARM_MANAGER_ADDR="$manager_addr"
   export TEST_SWARM_WORKER_ADDR="$worker_addr"
   export TEST_SWARM_NETWORK="$network"
@@ -252,7 +272,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
       # start cleans up after itself.
       SVC_CI_SWARM_NO_TRAP=1
       if swarm_start; then
-        for v in SVC_CI_SWARM_DIR TEST_SWARM_HOST TEST_SWARM_WORKER_HOST TEST_SWARM_REGISTRY TEST_SWARM_MANAGER_ADDR TEST_SWARM_WORKER_ADDR TEST_SWARM_NETWORK TEST_SWARM_FIREWALL; do
+        for v in SVC_CI_SWARM_DIR TEST_SWARM_HOST TEST_SWARM_WORKER_HOST TEST_SWARM_REGISTRY TEST_SWARM_AUTH_REGISTRY TEST_SWARM_REGISTRY_USERNAME TEST_SWARM_REGISTRY_PASSWORD TEST_SWARM_MANAGER_ADDR TEST_SWARM_WORKER_ADDR TEST_SWARM_NETWORK TEST_SWARM_FIREWALL; do
           echo "export $v=${!v}"
         done
       else

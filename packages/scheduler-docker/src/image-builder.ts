@@ -6,6 +6,7 @@ import ignore from '@balena/dockerignore';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
 import { buildFailed, isDigestReference, isReleaseImage, type ImageBuilder, type ImageBuildRequest } from '@svc/core';
+import { authFor, type RegistryLogin } from './registry-login';
 import { UnreadableReference, imageReferences } from './dockerfile-references';
 
 /** The user (uid and gid) apps run as: a Procfile build's files in `/app` belong to it. */
@@ -43,6 +44,8 @@ export interface DockerImageBuilderOptions {
    * `build` resolves with its reference by digest.
    */
   registry?: string | null;
+  /** The registry's login (`REGISTRY_USERNAME`, `REGISTRY_PASSWORD`); null or absent: the registry takes pushes without one. */
+  registryLogin?: Pick<RegistryLogin, 'username' | 'password'> | null;
 }
 
 /** The tag a build is pushed under (`<registry>/<app>:build-<image id>`), which prune knows as the builder's own. */
@@ -137,8 +140,9 @@ const statusOf = (error: unknown): number | undefined =>
  * choice and a time limit; a failed build leaves no image behind.
  */
 export class DockerImageBuilder implements ImageBuilder {
-  private readonly options: Required<Omit<DockerImageBuilderOptions, 'registry'>>;
+  private readonly options: Required<Omit<DockerImageBuilderOptions, 'registry' | 'registryLogin'>>;
   private readonly registry: string | null;
+  private readonly login: RegistryLogin | null;
 
   constructor(
     private readonly docker: Docker,
@@ -157,6 +161,7 @@ export class DockerImageBuilder implements ImageBuilder {
       leftoverAgeMs: options.leftoverAgeMs ?? 2 * timeoutMs,
     };
     this.registry = options.registry?.replace(/\/+$/, '') || null;
+    this.login = this.registry !== null && options.registryLogin ? { registry: this.registry, ...options.registryLogin } : null;
   }
 
   async build(request: ImageBuildRequest, output: (line: string) => void): Promise<string> {
@@ -256,8 +261,9 @@ export class DockerImageBuilder implements ImageBuilder {
     const tag = `build-${id.replace(/^sha256:/, '').slice(0, 16)}`;
     await this.docker.getImage(id).tag({ repo: repository, tag });
     output(`Pushing ${repository}:${tag}`);
-    // An empty credential: the engine wants the header, and the registry is one the nodes reach without login.
-    const stream = (await this.docker.getImage(repository).push({ tag, authconfig: {}, abortSignal: signal } as Docker.ImagePushOptions)) as NodeJS.ReadableStream;
+    // Without a login the credential is empty: the engine wants the header all the same.
+    const authconfig = authFor(this.login, repository) ?? {};
+    const stream = (await this.docker.getImage(repository).push({ tag, authconfig, abortSignal: signal } as Docker.ImagePushOptions)) as NodeJS.ReadableStream;
     let digest: string | null = null;
     let failure: string | null = null;
     const seen = new Set<string>();

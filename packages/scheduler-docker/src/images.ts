@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import { RequestRejected } from '@svc/core';
 import { engineReason, engineStatus } from './engine';
+import { authFor, type RegistryLogin } from './registry-login';
 
 /** The port an app listens on inside its container when neither its config (PORT) nor its image (EXPOSE) names one. */
 export const DEFAULT_CONTAINER_PORT = 5000;
@@ -65,6 +66,7 @@ export class ImagePuller {
     private readonly docker: Docker,
     private readonly policy: 'missing' | 'always',
     private readonly event: (app: string, message: string) => void,
+    private readonly login: RegistryLogin | null = null,
   ) {}
 
   /**
@@ -95,7 +97,8 @@ export class ImagePuller {
     this.event(app, `pulling image ${image}`);
     let stream: NodeJS.ReadableStream;
     try {
-      stream = (await this.docker.pull(image)) as NodeJS.ReadableStream;
+      const auth = authFor(this.login, image);
+      stream = (await this.docker.pull(image, auth === undefined ? {} : { authconfig: auth })) as NodeJS.ReadableStream;
     } catch (error) {
       throw pullFailure(image, error);
     }

@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import { BatchedLogWriter, memoryLimitBytes, type Clock, type LogStore } from '@svc/core';
 import { ImagePuller } from './images';
+import type { RegistryLogin } from './registry-login';
 
 /** What the Docker and Swarm schedulers share of their options: the engine, the log, and how containers are isolated and limited. */
 export interface EngineSchedulerOptions {
@@ -34,6 +35,8 @@ export interface EngineSchedulerOptions {
   settleMs?: number;
   /** From SIGTERM to SIGKILL when a container stops, in ms. Default 10000. */
   stopTimeoutMs?: number;
+  /** The platform registry's login, sent with pulls of its images (and, on Swarm, kept with their services). Default none. */
+  registryLogin?: RegistryLogin | null;
 }
 
 /** Those options with their defaults, and the log writer and image puller made from them. */
@@ -51,6 +54,7 @@ export interface EngineScheduling {
   readonly startTimeoutMs: number;
   readonly settleMs: number;
   readonly stopTimeoutMs: number;
+  readonly registryLogin: RegistryLogin | null;
 }
 
 /**
@@ -78,7 +82,7 @@ export function engineScheduling(options: EngineSchedulerOptions): EngineSchedul
   return {
     docker: options.docker,
     log,
-    images: new ImagePuller(options.docker, options.pullPolicy ?? 'missing', (app, message) => log.write(app, SCHEDULER_LOG_SOURCE, message)),
+    images: new ImagePuller(options.docker, options.pullPolicy ?? 'missing', (app, message) => log.write(app, SCHEDULER_LOG_SOURCE, message), options.registryLogin ?? null),
     instance: options.instance ?? 'default',
     warn: options.onWarning ?? (() => undefined),
     user: options.user ?? '65534:65534',
@@ -89,5 +93,6 @@ export function engineScheduling(options: EngineSchedulerOptions): EngineSchedul
     startTimeoutMs: options.startTimeoutMs ?? 30_000,
     settleMs: options.settleMs ?? 1000,
     stopTimeoutMs: options.stopTimeoutMs ?? 10_000,
+    registryLogin: options.registryLogin ?? null,
   };
 }

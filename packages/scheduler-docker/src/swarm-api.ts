@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
+import type { RegistryAuth } from './registry-login';
 
 /** The parts of a Swarm service's spec the scheduler writes and reads (Engine API 1.41). */
 export interface ServiceSpec {
@@ -96,6 +97,7 @@ export function callEngine<T>(
   query: Record<string, string | number | boolean> = {},
   body?: unknown,
   signal?: AbortSignal,
+  auth?: RegistryAuth,
 ): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     docker.modem.dial(
@@ -105,6 +107,8 @@ export function callEngine<T>(
         options: { _query: query, ...(body === undefined ? {} : { _body: body }) },
         statusCodes: { 200: true, 201: true, 204: true },
         ...(signal ? { abortSignal: signal } : {}),
+        // The X-Registry-Auth header: with it, Swarm keeps the login with the service and its nodes pull with it.
+        ...(auth ? { authconfig: auth } : {}),
       },
       (error: unknown, data: unknown) => (error ? reject(error) : resolve(data as T)),
     );

@@ -6,6 +6,7 @@ import { CappedOutput, LABELS, containerLimits, type ContainerLimits, digestOf, 
 import { assertRunnable, containerPortFor, imageCommand } from './images';
 import { SCHEDULER_LOG_SOURCE, engineScheduling, startTimeoutOf, type EngineScheduling, type EngineSchedulerOptions } from './options';
 import { acceptsConnections, healthcheckPath } from './readiness';
+import { authFor, type RegistryAuth } from './registry-login';
 import {
   TASK_FAILED_STATES,
   TASK_LIVE_STATES,
@@ -265,7 +266,7 @@ export class SwarmScheduler implements Scheduler {
       },
       Mode: { ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } },
     };
-    const created = await callEngine<{ ID: string }>(this.docker, 'POST', '/services/create', {}, body);
+    const created = await callEngine<{ ID: string }>(this.docker, 'POST', '/services/create', {}, body, undefined, this.authOf(body));
     this.runs.add(created.ID);
     try {
       // The command's time counts from when its container runs; getting there has the start timeout.
@@ -430,7 +431,7 @@ export class SwarmScheduler implements Scheduler {
   private async create(spec: ContainerSpec, name: string, template: TaskTemplate, digest: string, port: number | null): Promise<Service> {
     const members = new Map([[spec.id, { id: spec.id, num: spec.num, digest }]]);
     const body = this.serviceSpec(name, spec.app, spec.type, spec.release, digest, members, template, port);
-    const created = await callEngine<{ ID: string }>(this.docker, 'POST', '/services/create', {}, body);
+    const created = await callEngine<{ ID: string }>(this.docker, 'POST', '/services/create', {}, body, undefined, this.authOf(body));
     const service: Service = { name, app: spec.app, type: spec.type, id: created.ID, digest, force: 0, release: spec.release, members, port, tasks: [], lastLine: null, logs: null, previous: null, gone: false };
     this.services.set(name, service);
     this.follow(service, 0);
@@ -935,11 +936,16 @@ export class SwarmScheduler implements Scheduler {
     return callEngine<ServiceInfo>(this.docker, 'GET', `/services/${service.id}`);
   }
 
+  /** The registry login for a service whose image is the platform registry's: Swarm keeps it, and each node pulls with it. */
+  private authOf(body: ServiceSpec): RegistryAuth | undefined {
+    return authFor(this.base.registryLogin, body.TaskTemplate.ContainerSpec.Image);
+  }
+
   private async update(service: Service, info: ServiceInfo, body: ServiceSpec): Promise<void> {
     let version = info.Version.Index;
     for (let attempt = 1; ; attempt++) {
       try {
-        await callEngine(this.docker, 'POST', `/services/${service.id}/update`, { version }, body);
+        await callEngine(this.docker, 'POST', `/services/${service.id}/update`, { version }, body, undefined, this.authOf(body));
         return;
       } catch (error) {
         // Swarm itself changed the service meanwhile (the status of an update): its spec is

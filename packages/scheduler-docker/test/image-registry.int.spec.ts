@@ -5,14 +5,16 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { Unavailable, buildSourceImage, isDigestReference } from '@svc/core';
 import { APP_LABEL, DockerImageBuilder, createEngine } from '../src';
+import { ImagePuller } from '../src/images';
 import { BUSYBOX_IMAGE, TEST_REGISTRY, describeWithEngineClient as describeWithEngine, itWithRegistry, imageExists, runIn } from './support/engine';
 
 /** The two engines and the registry of `.ci/swarm.sh`, when it ran. */
 const SWARM_HOST = process.env.TEST_SWARM_HOST?.trim() || null;
 const SWARM_WORKER_HOST = process.env.TEST_SWARM_WORKER_HOST?.trim() || null;
 const SWARM_REGISTRY = process.env.TEST_SWARM_REGISTRY?.trim() || null;
-
-
+/** Its registry that takes no request without a login. */
+const SWARM_AUTH_REGISTRY = process.env.TEST_SWARM_AUTH_REGISTRY?.trim() || null;
+const SWARM_LOGIN = { username: process.env.TEST_SWARM_REGISTRY_USERNAME ?? '', password: process.env.TEST_SWARM_REGISTRY_PASSWORD ?? '' };
 
 /** Pulls `image` into the engine, failing with the engine's reason. */
 async function pull(docker: Docker, image: string): Promise<void> {
@@ -145,12 +147,12 @@ describeWithEngine('DockerImageBuilder with a registry (REGISTRY)', (engine) => 
  * never had it, by the reference the builder answers.
  */
 function describeWithSwarm(title: string, body: () => void): void {
-  if (SWARM_HOST !== null && SWARM_WORKER_HOST !== null && SWARM_REGISTRY !== null) {
+  if (SWARM_HOST !== null && SWARM_WORKER_HOST !== null && SWARM_REGISTRY !== null && SWARM_AUTH_REGISTRY !== null) {
     describe(title, body);
   } else if (process.env.CI === 'true') {
     describe(title, () => {
-      it('needs a swarm: TEST_SWARM_HOST, TEST_SWARM_WORKER_HOST and TEST_SWARM_REGISTRY are not set (.ci/swarm.sh starts one)', () => {
-        throw new Error('TEST_SWARM_HOST, TEST_SWARM_WORKER_HOST or TEST_SWARM_REGISTRY is not set under CI=true');
+      it('needs a swarm: TEST_SWARM_HOST, TEST_SWARM_WORKER_HOST, TEST_SWARM_REGISTRY and TEST_SWARM_AUTH_REGISTRY are not set (.ci/swarm.sh starts one)', () => {
+        throw new Error('TEST_SWARM_HOST, TEST_SWARM_WORKER_HOST, TEST_SWARM_REGISTRY or TEST_SWARM_AUTH_REGISTRY is not set under CI=true');
       });
     });
   } else {
@@ -186,4 +188,59 @@ describeWithSwarm('DockerImageBuilder with the registry of a two-node swarm', ()
     await pull(worker, reference);
     expect(await runIn(worker, reference, ['cat', '/app/marker.txt'])).toBe('built on the manager');
   }, 180_000);
+
+  describe('a registry that asks for a login (REGISTRY_USERNAME, REGISTRY_PASSWORD)', () => {
+    const registry = (): string => SWARM_AUTH_REGISTRY as string;
+    const manifest = (reference: string, authorization?: string) =>
+      fetch(`http://${registry()}/v2/${reference.slice(registry().length + 1, reference.indexOf('@'))}/manifests/${reference.slice(reference.indexOf('@') + 1)}`, {
+        headers: {
+          Accept: 'application/vnd.docker.distribution.manifest.v2+json, application/vnd.oci.image.manifest.v1+json',
+          ...(authorization === undefined ? {} : { Authorization: authorization }),
+        },
+      });
+    const basic = (username: string, password: string) => `Basic ${Buffer.from(`${username}:${password}`).toString('base64')}`;
+    let reference: string;
+
+    it('the build is pushed with the login, and the registry gives it to no one without it', async () => {
+      const builder = new DockerImageBuilder(manager, { stackImage: `${SWARM_REGISTRY as string}/${BUSYBOX_IMAGE}`, timeoutMs: 120_000, registry: registry(), registryLogin: SWARM_LOGIN });
+      reference = await builder.build({ app, appUuid: `uuid-${app}`, directory: await checkout(root, 'login', 'behind a login'), kind: 'procfile' }, () => undefined);
+
+      expect(reference.startsWith(`${registry()}/${app}@sha256:`)).toBe(true);
+      expect((await manifest(reference, basic(SWARM_LOGIN.username, SWARM_LOGIN.password))).status).toBe(200);
+      // What another tenant's code, or anyone on the network, gets: no image without the login.
+      expect((await manifest(reference)).status).toBe(401);
+      expect((await manifest(reference, basic(SWARM_LOGIN.username, 'guessed'))).status).toBe(401);
+    }, 180_000);
+
+    it('a node pulls it with the login only', async () => {
+      const events: string[] = [];
+      const anonymous = new ImagePuller(worker, 'missing', (_app, line) => events.push(line));
+      await expect(anonymous.inspect(app, reference, 1)).rejects.toThrow(/pulling .* failed: .*(unauthorized|authentication required|no basic auth credentials|denied)/i);
+      expect(await imageExists(worker, reference)).toBe(false);
+
+      const withLogin = new ImagePuller(worker, 'missing', (_app, line) => events.push(line), { registry: registry(), ...SWARM_LOGIN });
+      expect((await withLogin.inspect(app, reference, 1)).RepoDigests).toContain(reference);
+      expect(await runIn(worker, reference, ['cat', '/app/marker.txt'])).toBe('behind a login');
+    }, 180_000);
+
+    it('a wrong password fails the push as the builder being unavailable, and keeps nothing of the build', async () => {
+      const refused = `${app}-refused`;
+      const builder = new DockerImageBuilder(manager, {
+        stackImage: `${SWARM_REGISTRY as string}/${BUSYBOX_IMAGE}`,
+        timeoutMs: 120_000,
+        registry: registry(),
+        registryLogin: { username: SWARM_LOGIN.username, password: 'not-the-password' },
+      });
+      try {
+        const failure = await buildSourceImage(builder, { app: refused, appUuid: `uuid-${refused}`, directory: await checkout(root, 'refused', 'never pushed'), kind: 'procfile' }, () => undefined)
+          .then(() => null, (error: unknown) => error);
+        expect(failure).toBeInstanceOf(Unavailable);
+        expect((failure as Unavailable).message).toContain(`pushing the image to the registry ${registry()} failed`);
+        expect((failure as Unavailable).message).not.toContain('not-the-password');
+        expect(await imagesOf(manager, refused)).toEqual([]);
+      } finally {
+        await removeImagesOf(manager, refused);
+      }
+    }, 180_000);
+  });
 });

@@ -21,7 +21,7 @@ import { ForgeCertificateParser } from '@svc/certs-forge';
 import { FileLogStore } from '@svc/logs-file';
 import { MemoryScheduler } from '@svc/scheduler-memory';
 import { ProcessScheduler, type SandboxOptions } from '@svc/scheduler-process';
-import { DockerImageBuilder, DockerScheduler, SwarmScheduler, createEngine, type Docker, type EngineSchedulerOptions } from '@svc/scheduler-docker';
+import { DockerImageBuilder, DockerScheduler, SwarmScheduler, createEngine, type Docker, type EngineSchedulerOptions, type RegistryLogin } from '@svc/scheduler-docker';
 import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
 import { createHttpApp, type HttpLogger, type HttpOptions } from '@svc/http-express';
 import { GitServer } from '@svc/builder-git';
@@ -80,6 +80,8 @@ export interface CompositionOptions {
   logger: HttpLogger;
   /** How pushed commits are built into images; absent or null: they run from their checkout. */
   imageBuilds?: ImageBuildSettings | null;
+  /** The registry's login (REGISTRY_USERNAME, REGISTRY_PASSWORD): image pushes, pulls and Swarm services of its images carry it; absent or null: none. */
+  registryLogin?: RegistryLogin | null;
   /** The git server (git push deploys); absent or null: none. */
   git?: GitSetup | null;
   /** When aborted, log follow streams end (a graceful stop need not wait for them). */
@@ -158,7 +160,7 @@ export interface DockerSchedulerSetup extends DockerSettings {
 }
 
 /** What the Docker and Swarm schedulers both take: the shared engine client, the log store, the clock and the DOCKER_* settings. */
-function engineOptions(ctx: ResolutionContext, docker: DockerSchedulerSetup): EngineSchedulerOptions {
+function engineOptions(ctx: ResolutionContext, docker: DockerSchedulerSetup, registryLogin: RegistryLogin | null): EngineSchedulerOptions {
   return {
     docker: ctx.get<Docker>(SERVER_TOKENS.DockerEngine),
     logs: ctx.get<LogStore>(TOKENS.LogStore),
@@ -173,6 +175,7 @@ function engineOptions(ctx: ResolutionContext, docker: DockerSchedulerSetup): En
     defaultCpu: docker.defaultCpu,
     startTimeoutMs: docker.startTimeoutMs,
     stopTimeoutMs: docker.stopTimeoutMs,
+    registryLogin,
   };
 }
 
@@ -208,13 +211,14 @@ const schedulerModule = (
   processes: ProcessSchedulerSetup | undefined,
   docker: DockerSchedulerSetup | undefined,
   swarm: SwarmSettings | undefined,
+  registryLogin: RegistryLogin | null,
 ) =>
   new ContainerModule(({ bind }) => {
     bind<SwarmScheduler>(SERVER_TOKENS.SwarmScheduler).toDynamicValue((ctx) => {
       if (docker === undefined || swarm === undefined) throw new Error('The Swarm scheduler needs its setup (CompositionOptions.docker and .swarm)');
       const leaving = ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers);
       return new SwarmScheduler({
-        ...engineOptions(ctx, docker),
+        ...engineOptions(ctx, docker, registryLogin),
         prefix: swarm.prefix,
         drainMs: swarm.drainMs,
         healthIntervalMs: swarm.healthIntervalMs,
@@ -230,7 +234,7 @@ const schedulerModule = (
     bind<DockerScheduler>(SERVER_TOKENS.DockerScheduler).toDynamicValue((ctx) => {
       if (docker === undefined) throw new Error('The Docker scheduler needs its setup (CompositionOptions.docker)');
       return new DockerScheduler({
-        ...engineOptions(ctx, docker),
+        ...engineOptions(ctx, docker, registryLogin),
         network: docker.network,
         bridge: docker.bridge,
         guardHost: docker.guardHost,
@@ -271,7 +275,7 @@ const schedulerModule = (
   });
 
 /** The image builder of git pushes, when image builds are on; otherwise null, and pushed commits run from their checkout. */
-const imagesModule = (builds: ImageBuildSettings | null) =>
+const imagesModule = (builds: ImageBuildSettings | null, registryLogin: RegistryLogin | null) =>
   new ContainerModule(({ bind }) => {
     bind<ImageBuilder | null>(TOKENS.ImageBuilder).toDynamicValue((ctx) =>
       builds === null
@@ -284,6 +288,7 @@ const imagesModule = (builds: ImageBuildSettings | null) =>
             contextLimitBytes: builds.contextLimitBytes,
             network: builds.network,
             registry: builds.registry,
+            registryLogin,
           }),
     );
   });
@@ -410,9 +415,9 @@ export function compose(options: CompositionOptions): {
     cryptoModule(options.secretKey),
     parsersModule,
     logsModule(options.logDirectory, options.logStore),
-    schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes, options.docker, options.swarm),
+    schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes, options.docker, options.swarm, options.registryLogin ?? null),
     // The process scheduler runs checkouts: pushed commits are built into images for the others.
-    imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null)),
+    imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null), options.registryLogin ?? null),
     coreModule(options.settings, options.metrics?.collector),
     httpModule(options),
     gitModule(options.git ?? null, options.logger),

@@ -2,7 +2,7 @@ import { API_VERSIONS, DEFAULT_SETTINGS, type ApiVersion, type RegistrationMode,
 import { availableParallelism } from 'node:os';
 import { parseChaosSpec, type ChaosOptions } from '@svc/scheduler-chaos';
 import type { SandboxOptions } from '@svc/scheduler-process';
-import { dockerHostOptions } from '@svc/scheduler-docker';
+import { dockerHostOptions, type RegistryLogin } from '@svc/scheduler-docker';
 
 /** Which scheduler runs containers. */
 export type SchedulerKind = 'process' | 'memory' | 'docker' | 'swarm';
@@ -181,6 +181,8 @@ export interface ServerConfig {
   settings: Settings;
   /** How pushed commits become images; null: they run from their checkout. */
   imageBuilds: ImageBuildSettings | null;
+  /** REGISTRY with REGISTRY_USERNAME and REGISTRY_PASSWORD: the login sent with the registry's images only; null: none. */
+  registryLogin: RegistryLogin | null;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -344,6 +346,21 @@ function registrySetting(env: Env): string | null {
     throw new ConfigError('REGISTRY', `"${value}" would be read as a namespace on Docker Hub: give the registry's full host name or its port`);
   }
   return value;
+}
+
+/**
+ * `REGISTRY_USERNAME` and `REGISTRY_PASSWORD`: both or neither, and only with `REGISTRY`.
+ * The password is never echoed in a message.
+ */
+function registryLogin(env: Env, registry: string | null): RegistryLogin | null {
+  const username = text(env, 'REGISTRY_USERNAME', '');
+  const password = env.REGISTRY_PASSWORD ?? '';
+  if (username === '' && password === '') return null;
+  if (registry === null) throw new ConfigError(username === '' ? 'REGISTRY_PASSWORD' : 'REGISTRY_USERNAME', 'is set, but REGISTRY is not: set REGISTRY to the registry the login is for');
+  if (username === '') throw new ConfigError('REGISTRY_USERNAME', 'must be set with REGISTRY_PASSWORD');
+  if (password === '') throw new ConfigError('REGISTRY_PASSWORD', 'must be set with REGISTRY_USERNAME');
+  if (/[\s:]/.test(username)) throw new ConfigError('REGISTRY_USERNAME', 'cannot hold spaces or colons');
+  return { registry, username, password };
 }
 
 /** `SANDBOX_UID_RANGE`: `<from>-<to>`, the user ids handed to apps. */
@@ -512,6 +529,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
   if (databaseUrl !== null && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL (leave it unset for the embedded SQLite database)');
   }
+  const registry = registrySetting(env);
   const secretKey = env.SECRET_KEY?.trim() ? env.SECRET_KEY.trim() : null;
   if (secretKey === null && production) throw new ConfigError('SECRET_KEY', 'is required when NODE_ENV=production');
   if (secretKey !== null && secretKey.length < 32) throw new ConfigError('SECRET_KEY', 'must be at least 32 characters');
@@ -600,6 +618,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     router: routerSettings(env),
     settings,
     // REGISTRY is checked whether or not images are built: a bad value stops the start either way.
-    imageBuilds: imageBuilds(env, registrySetting(env)),
+    imageBuilds: imageBuilds(env, registry),
+    registryLogin: registryLogin(env, registry),
   };
 }

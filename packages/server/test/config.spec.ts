@@ -443,6 +443,31 @@ describe('loadConfig: image builds', () => {
     }
   });
 
+  it('reads the registry login (REGISTRY_USERNAME and REGISTRY_PASSWORD) with REGISTRY only, both or neither, never echoing the password', () => {
+    const builds = { SCHEDULER: 'memory', IMAGE_BUILDER: 'docker', REGISTRY: 'registry.example.com/platform' };
+    expect(loadConfig(builds).registryLogin).toBeNull();
+    expect(loadConfig({ ...builds, REGISTRY_USERNAME: 'svc', REGISTRY_PASSWORD: ' s3cret: with spaces ' }).registryLogin).toEqual({
+      registry: 'registry.example.com/platform',
+      username: 'svc',
+      password: ' s3cret: with spaces ',
+    });
+    // A login for images that are not built here: the schedulers pull the registry's images with it.
+    expect(loadConfig({ SCHEDULER: 'memory', IMAGE_BUILDER: 'none', REGISTRY: '10.0.0.1:5000', REGISTRY_USERNAME: 'svc', REGISTRY_PASSWORD: 'p' }).registryLogin?.username).toBe('svc');
+
+    const failures = [
+      [{ ...builds, REGISTRY_USERNAME: 'svc' }, /^REGISTRY_PASSWORD: must be set with REGISTRY_USERNAME/],
+      [{ ...builds, REGISTRY_PASSWORD: 'hunter2-secret' }, /^REGISTRY_USERNAME: must be set with REGISTRY_PASSWORD/],
+      [{ ...builds, REGISTRY_USERNAME: 'a:b', REGISTRY_PASSWORD: 'hunter2-secret' }, /^REGISTRY_USERNAME: cannot hold spaces or colons/],
+      [{ SCHEDULER: 'memory', REGISTRY_USERNAME: 'svc', REGISTRY_PASSWORD: 'hunter2-secret' }, /^REGISTRY_USERNAME: is set, but REGISTRY is not/],
+      [{ SCHEDULER: 'memory', REGISTRY_PASSWORD: 'hunter2-secret' }, /^REGISTRY_PASSWORD: is set, but REGISTRY is not/],
+    ] as const;
+    for (const [env, message] of failures) {
+      const failure = failureOf(env);
+      expect(failure?.message).toMatch(message);
+      expect(failure?.message).not.toContain('hunter2');
+    }
+  });
+
   it('names the variable of a value it cannot use', () => {
     const builds = { SCHEDULER: 'memory', IMAGE_BUILDER: 'docker' };
     expect(failureOf({ SCHEDULER: 'process', IMAGE_BUILDER: 'docker' })?.message).toMatch(/^IMAGE_BUILDER: cannot be docker with SCHEDULER=process/);

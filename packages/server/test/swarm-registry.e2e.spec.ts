@@ -9,11 +9,12 @@ import { WorkingCopy, keyPair, nodeApp } from '../../builder-git/test/support/gi
 
 jest.setTimeout(600_000);
 
-/** The two-node swarm and the registry of `.ci/swarm.sh`. */
+/** The two-node swarm of `.ci/swarm.sh`, its open registry (the stack image) and the one that asks for a login (the builds). */
 const TEST_SWARM_HOST = process.env.TEST_SWARM_HOST?.trim() || null;
 const TEST_SWARM_WORKER_HOST = process.env.TEST_SWARM_WORKER_HOST?.trim() || null;
 const TEST_SWARM_REGISTRY = process.env.TEST_SWARM_REGISTRY?.trim() || null;
-const READY = TEST_SWARM_HOST !== null && TEST_SWARM_WORKER_HOST !== null && TEST_SWARM_REGISTRY !== null;
+const TEST_SWARM_AUTH_REGISTRY = process.env.TEST_SWARM_AUTH_REGISTRY?.trim() || null;
+const READY = TEST_SWARM_HOST !== null && TEST_SWARM_WORKER_HOST !== null && TEST_SWARM_REGISTRY !== null && TEST_SWARM_AUTH_REGISTRY !== null;
 
 const describeSwarm = READY ? describe : process.env.CI === 'true' ? describe : describe.skip;
 if (!READY && process.env.CI !== 'true') {
@@ -22,16 +23,19 @@ if (!READY && process.env.CI !== 'true') {
 
 /**
  * REGISTRY end to end on the two-node swarm of `.ci/swarm.sh`: a git push is built on the
- * manager's engine, pushed to the registry, recorded by digest, and its tasks run on both
- * nodes, the worker pulling the exact image by that digest.
+ * manager's engine, pushed with the login to a registry that asks for one, recorded by digest,
+ * and its tasks run on both nodes, the worker pulling the exact image by that digest with the
+ * login Swarm keeps with the service.
  */
-describeSwarm('git pushes on a two-node Docker Swarm with a registry (SCHEDULER=swarm, REGISTRY)', () => {
+describeSwarm('git pushes on a two-node Docker Swarm with a registry (SCHEDULER=swarm, REGISTRY, REGISTRY_USERNAME, REGISTRY_PASSWORD)', () => {
   const tag = process.pid.toString(36);
   const prefix = `reg${tag}`;
   const env = {
     SCHEDULER: 'swarm',
     DOCKER_HOST: TEST_SWARM_HOST ?? '',
-    REGISTRY: TEST_SWARM_REGISTRY ?? '',
+    REGISTRY: TEST_SWARM_AUTH_REGISTRY ?? '',
+    REGISTRY_USERNAME: process.env.TEST_SWARM_REGISTRY_USERNAME ?? '',
+    REGISTRY_PASSWORD: process.env.TEST_SWARM_REGISTRY_PASSWORD ?? '',
     DOCKER_INSTANCE: `e2e-reg-${tag}`,
     SWARM_SERVICE_PREFIX: prefix,
     // The tasks' network of .ci/swarm.sh (ICC off), when it made one.
@@ -56,7 +60,7 @@ describeSwarm('git pushes on a two-node Docker Swarm with a registry (SCHEDULER=
   const routerPort = (): number => server.routerPort ?? 0;
 
   beforeAll(async () => {
-    if (!READY) throw new Error('TEST_SWARM_HOST, TEST_SWARM_WORKER_HOST and TEST_SWARM_REGISTRY must be set under CI=true (.ci/swarm.sh starts a swarm)');
+    if (!READY) throw new Error('TEST_SWARM_HOST, TEST_SWARM_WORKER_HOST, TEST_SWARM_REGISTRY and TEST_SWARM_AUTH_REGISTRY must be set under CI=true (.ci/swarm.sh starts a swarm)');
     manager = createEngine(TEST_SWARM_HOST);
     worker = createEngine(TEST_SWARM_WORKER_HOST);
     dataDir = await mkdtemp(join(tmpdir(), 'svc-swarm-registry-e2e-'));
@@ -87,15 +91,19 @@ describeSwarm('git pushes on a two-node Docker Swarm with a registry (SCHEDULER=
       const outcome = await copy.git(['push', 'svc', 'main']);
 
       expect(outcome.code).toBe(0);
-      expect(outcome.stderr).toMatch(new RegExp(`remote: +Pushed ${TEST_SWARM_REGISTRY as string}/${pushed}@sha256:[0-9a-f]{64}`));
+      expect(outcome.stderr).toMatch(new RegExp(`remote: +Pushed ${TEST_SWARM_AUTH_REGISTRY as string}/${pushed}@sha256:[0-9a-f]{64}`));
       const builds = (await alice.api.get<{ results: Array<{ image: string }> }>(`/v1/apps/${pushed}/builds/`)).body.results;
-      expect(builds).toEqual([expect.objectContaining({ image: expect.stringMatching(new RegExp(`^${TEST_SWARM_REGISTRY as string}/${pushed}@sha256:[0-9a-f]{64}$`)) })]);
+      expect(builds).toEqual([expect.objectContaining({ image: expect.stringMatching(new RegExp(`^${TEST_SWARM_AUTH_REGISTRY as string}/${pushed}@sha256:[0-9a-f]{64}$`)) })]);
       expect((await alice.api.post(`/v1/apps/${pushed}/scale/`, { web: 2 })).status).toBe(204);
       const webService = `${prefix}-${pushed}-web`;
       const onWorkerNow = await worker.listContainers({ filters: { label: [`com.docker.swarm.service.name=${webService}`], status: ['running'] } });
       expect(onWorkerNow).toHaveLength(1);
-      // The worker never had the image: it pulled the build by its digest.
+      // The worker never had the image: it pulled the build by its digest, with the login.
       expect((await worker.getImage(builds[0]?.image as string).inspect()).RepoDigests).toContain(builds[0]?.image);
+      // Without the login, the registry gives the image to no one.
+      const image = builds[0]?.image as string;
+      const anonymous = await fetch(`http://${TEST_SWARM_AUTH_REGISTRY as string}/v2/${pushed}/manifests/${image.slice(image.indexOf('@') + 1)}`);
+      expect(anonymous.status).toBe(401);
       for (let i = 0; i < 6; i++) expect(await viaRouter(routerPort(), pushed)).toEqual({ status: 200, text: 'built and pushed\n' });
     } finally {
       await alice.api.delete(`/v1/apps/${pushed}/`).catch(() => undefined);

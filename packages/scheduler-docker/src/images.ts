@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import { RequestRejected } from '@svc/core';
-import { engineReason, engineStatus } from './engine';
+import { LABELS, engineReason, engineStatus } from './engine';
 import { authFor, type RegistryLogin } from './registry-login';
 
 /** The port an app listens on inside its container when neither its config (PORT) nor its image (EXPOSE) names one. */
@@ -54,6 +54,13 @@ export function assertRunnable(image: Docker.ImageInspectInfo, reference: string
   }
 }
 
+/** The image, unless the platform built it for another app than `app`. */
+function ownedBy(app: string, image: string, info: Docker.ImageInspectInfo): Docker.ImageInspectInfo {
+  const owner = (info.Config as { Labels?: Record<string, string> | null } | undefined)?.Labels?.[LABELS.app];
+  if (owner !== undefined && owner !== app) throw new ImageNotFound(`the image ${image} was built for another app: an app runs its own builds, or images from a registry`);
+  return info;
+}
+
 /**
  * The images of an engine, pulled when it lacks them (or once per release with `always`): one
  * pull per image at a time, its progress told to `event` one line per layer and status.
@@ -70,10 +77,17 @@ export class ImagePuller {
   ) {}
 
   /**
-   * The image's description, pulled first when needed.
-   * @throws ImageNotFound when no registry has it; Error when the registry or engine fails.
+   * The image's description, pulled first when needed. An image the platform built for
+   * another app (labelled `svc.app` with another id: `<app>:<version>` names are easy to
+   * guess) is refused: an app runs its own builds and images from registries, never another
+   * tenant's build.
+   * @throws ImageNotFound when no registry has it, or it is another app's build; Error when the registry or engine fails.
    */
   async inspect(app: string, image: string, release: number): Promise<Docker.ImageInspectInfo> {
+    return ownedBy(app, image, await this.described(app, image, release));
+  }
+
+  private async described(app: string, image: string, release: number): Promise<Docker.ImageInspectInfo> {
     const key = `${image}\n${release}`;
     const mustPull = this.policy === 'always' && !this.pulledForRelease.has(key);
     if (!mustPull) {

@@ -2,7 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import type { ContainerSpec, RunSpec } from '@svc/core';
-import { LABELS, RUN_TIMEOUT_EXIT_CODE, containerName, ImageNotFound } from '../src';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DockerImageBuilder, LABELS, RUN_TIMEOUT_EXIT_CODE, containerName, ImageNotFound } from '../src';
 import { BUSYBOX, NODE, TEST_REGISTRY, describeWithEngine, itWithRegistry, testScheduler, type TestScheduler } from './support/engine';
 
 jest.setTimeout(120_000);
@@ -310,6 +313,35 @@ describeWithEngine('DockerScheduler (real engine)', () => {
 
     afterAll(async () => {
       await new Promise<void>((done) => hostService.close(() => done()));
+    });
+
+    it("cannot run another app's build: its guessable name <app>:<version> is refused, for containers and one-off commands, and nothing starts", async () => {
+      const owner = newApp();
+      const checkout = await mkdtemp(join(tmpdir(), 'svc-owned-image-'));
+      const builder = new DockerImageBuilder(t.docker, { stackImage: BUSYBOX, timeoutMs: 120_000 });
+      try {
+        await writeFile(join(checkout, 'Procfile'), 'web: httpd -f -p $PORT -h /app\n');
+        await writeFile(join(checkout, 'secret.txt'), "the owner's code\n");
+        const id = await builder.build({ app: owner, appUuid: `uuid-${owner}`, directory: checkout, kind: 'procfile' }, () => undefined);
+        await builder.tag(id, `${owner}:2`);
+
+        // Another tenant names the owner's build in an image deploy, then in a one-off command.
+        const stolen = spec({ image: `${owner}:2`, command: 'cat /app/secret.txt; exec httpd -f -p "$PORT"' });
+        const failure = await t.scheduler.start(stolen).catch((error: unknown) => error);
+        expect(failure).toBeInstanceOf(ImageNotFound);
+        expect((failure as Error).message).toBe(`the image ${owner}:2 was built for another app: an app runs its own builds, or images from a registry`);
+        await expect(t.docker.getContainer(containerName(stolen.id)).inspect()).rejects.toMatchObject({ statusCode: 404 });
+        await expect(t.scheduler.run(runSpec('cat /app/secret.txt', { image: id }))).rejects.toBeInstanceOf(ImageNotFound);
+        expect((await t.lines(stolen.app)).join('\n')).not.toContain("the owner's code");
+
+        // Its own app runs it.
+        const own = spec({ app: owner, image: `${owner}:2`, command: 'exec httpd -f -p "$PORT" -h /app' });
+        await expect(t.scheduler.start(own)).resolves.toBe('up');
+        await t.scheduler.stop(own.id);
+      } finally {
+        await t.docker.getImage(`${owner}:2`).remove({ force: true }).catch(() => undefined);
+        await rm(checkout, { recursive: true, force: true });
+      }
     });
 
     it('runs as a non-root user without capabilities', async () => {

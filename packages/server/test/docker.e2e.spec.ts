@@ -136,6 +136,34 @@ describeEngine('the controller on a Docker engine (SCHEDULER=docker)', () => {
     expect(await viaRouter(server.routerPort ?? 0, app)).toEqual({ status: 200, text: 'one\n' });
   });
 
+  it("refuses another tenant's deploy of this app's build by its guessable name: 400, nothing made, the app keeps serving", async () => {
+    // A build of the app, named and labelled as the image builder names and labels it.
+    const built = `${app}:7`;
+    const maker = await docker.createContainer({ Image: BUSYBOX, Cmd: ['sh', '-c', 'echo "the owner\'s code" > /secret.txt'] });
+    await maker.start();
+    await maker.wait();
+    await maker.commit({ repo: app, tag: '7', changes: [`LABEL ${LABELS.app}=${app}`, 'CMD ["cat", "/secret.txt"]'] } as never);
+    await maker.remove({ force: true });
+    try {
+      const mallory = await signUp(new ApiClient(server.url), `mallory${tag}`);
+      const theirs = `steal-${tag}`;
+      expect((await mallory.api.post('/v1/apps/', { id: theirs })).status).toBe(201);
+
+      const deploy = await mallory.api.post(`/v1/apps/${theirs}/builds/`, { image: built });
+
+      expect(deploy.status).toBe(400);
+      expect(deploy.text).toContain(`the image ${built} was built for another app`);
+      expect((await mallory.api.get<{ count: number }>(`/v1/apps/${theirs}/releases/`)).body.count).toBe(1);
+      expect((await mallory.api.get<{ results: unknown[] }>(`/v1/apps/${theirs}/containers/`)).body.results).toEqual([]);
+      const made = await docker.listContainers({ all: true, filters: { label: [`${LABELS.app}=${theirs}`] } });
+      expect(made).toEqual([]);
+      expect(await viaRouter(server.routerPort ?? 0, app)).toEqual({ status: 200, text: 'one\n' });
+      await mallory.api.delete(`/v1/apps/${theirs}/`);
+    } finally {
+      await docker.getImage(built).remove({ force: true }).catch(() => undefined);
+    }
+  });
+
   it('scales, deploys a new image, rolls back to the exact earlier image and restarts, serving throughout', async () => {
     expect((await alice.api.post(`/v1/apps/${app}/scale/`, { cmd: 2 })).status).toBe(204);
     expect((await containers()).map((c) => `${c.type}.${c.num} ${c.state}`)).toEqual(['cmd.1 up', 'cmd.2 up']);

@@ -31,6 +31,8 @@
 #   TEST_SWARM_REGISTRY_USERNAME, TEST_SWARM_REGISTRY_PASSWORD    without this login (htpasswd)
 #   TEST_SWARM_MANAGER_ADDR  10.x.y.2   the nodes' addresses: ports published in host mode are
 #   TEST_SWARM_WORKER_ADDR   10.x.y.3   reachable there from the host (controller and router)
+#   TEST_SWARM_WORKER_LINK   svcsw<pid>w the host end of the worker's veth: `ip link set … down`
+#                                       cuts the worker off (a lost node), `up` brings it back
 #   TEST_SWARM_NETWORK       svc-apps   the tasks' network (SWARM_NETWORK): a swarm-scoped bridge
 #                                       network made from a config-only network on each node,
 #                                       10.80.0.0/24 on bridge svc-apps0, ICC off
@@ -258,6 +260,7 @@ swarm_start() {
   export TEST_SWARM_REGISTRY_PASSWORD="$password"
   export TEST_SWARM_MANAGER_ADDR="$manager_addr"
   export TEST_SWARM_WORKER_ADDR="$worker_addr"
+  export TEST_SWARM_WORKER_LINK="${name}w"
   export TEST_SWARM_NETWORK="$network"
   export TEST_SWARM_FIREWALL=1
   swarm_log "TEST_SWARM_HOST=$TEST_SWARM_HOST TEST_SWARM_WORKER_HOST=$TEST_SWARM_WORKER_HOST TEST_SWARM_REGISTRY=$TEST_SWARM_REGISTRY"
@@ -272,7 +275,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
       # start cleans up after itself.
       SVC_CI_SWARM_NO_TRAP=1
       if swarm_start; then
-        for v in SVC_CI_SWARM_DIR TEST_SWARM_HOST TEST_SWARM_WORKER_HOST TEST_SWARM_REGISTRY TEST_SWARM_AUTH_REGISTRY TEST_SWARM_REGISTRY_USERNAME TEST_SWARM_REGISTRY_PASSWORD TEST_SWARM_MANAGER_ADDR TEST_SWARM_WORKER_ADDR TEST_SWARM_NETWORK TEST_SWARM_FIREWALL; do
+        for v in SVC_CI_SWARM_DIR TEST_SWARM_HOST TEST_SWARM_WORKER_HOST TEST_SWARM_REGISTRY TEST_SWARM_AUTH_REGISTRY TEST_SWARM_REGISTRY_USERNAME TEST_SWARM_REGISTRY_PASSWORD TEST_SWARM_MANAGER_ADDR TEST_SWARM_WORKER_ADDR TEST_SWARM_WORKER_LINK TEST_SWARM_NETWORK TEST_SWARM_FIREWALL; do
           echo "export $v=${!v}"
         done
       else

@@ -100,7 +100,10 @@ export type OutputStream = 'stdout' | 'stderr';
 export class FrameDemultiplexer {
   private buffer: Buffer = Buffer.alloc(0);
 
-  constructor(private readonly onFrame: (stream: OutputStream, payload: Buffer) => void) {}
+  constructor(
+    private readonly onFrame: (stream: OutputStream, payload: Buffer) => void,
+    private readonly onEngineError: (message: string) => void = () => undefined,
+  ) {}
 
   push(chunk: Buffer): void {
     this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
@@ -110,8 +113,10 @@ export class FrameDemultiplexer {
       const type = this.buffer[0];
       const payload = this.buffer.subarray(8, 8 + length);
       this.buffer = this.buffer.subarray(8 + length);
-      // 0 is stdin (never written by the engine here), 1 stdout, 2 stderr.
-      this.onFrame(type === 2 ? 'stderr' : 'stdout', payload);
+      // 0 is stdin (never written by the engine here), 1 stdout, 2 stderr, 3 the engine's own
+      // error in the stream (e.g. a node whose logs could not be read), never the app's output.
+      if (type === 3) this.onEngineError(payload.toString('utf8').trim());
+      else this.onFrame(type === 2 ? 'stderr' : 'stdout', payload);
     }
   }
 }
@@ -246,10 +251,15 @@ export const formatSeconds = (ms: number): string => `${Number((ms / 1000).toFix
 
 /**
  * Follows the engine's multiplexed output stream (container or service logs, attach): calls
- * `onFrame` with each frame's payload as it comes. Resolves when the stream ends, closes or fails.
+ * `onFrame` with each frame's payload as it comes, and `onEngineError` with the engine's own
+ * errors in it. Resolves when the stream ends, closes or fails.
  */
-export function followFrames(stream: Readable, onFrame: (which: OutputStream, payload: Buffer) => void): Promise<void> {
-  const demux = new FrameDemultiplexer(onFrame);
+export function followFrames(
+  stream: Readable,
+  onFrame: (which: OutputStream, payload: Buffer) => void,
+  onEngineError?: (message: string) => void,
+): Promise<void> {
+  const demux = new FrameDemultiplexer(onFrame, onEngineError);
   stream.on('data', (chunk: Buffer) => demux.push(chunk));
   return new Promise<void>((done) => {
     stream.once('end', done);
@@ -262,11 +272,15 @@ export function followFrames(stream: Readable, onFrame: (which: OutputStream, pa
  * Like {@link followFrames}, by lines: `onLine` gets each line of stdout and stderr, and the
  * last unterminated ones at the end.
  */
-export async function followLines(stream: Readable, onLine: (which: OutputStream, line: string) => void): Promise<void> {
+export async function followLines(stream: Readable, onLine: (which: OutputStream, line: string) => void, onEngineError?: (message: string) => void): Promise<void> {
   const lines: Record<OutputStream, LineSplitter> = { stdout: new LineSplitter(), stderr: new LineSplitter() };
-  await followFrames(stream, (which, payload) => {
-    for (const line of lines[which].push(payload)) onLine(which, line);
-  });
+  await followFrames(
+    stream,
+    (which, payload) => {
+      for (const line of lines[which].push(payload)) onLine(which, line);
+    },
+    onEngineError,
+  );
   for (const line of lines.stdout.end()) onLine('stdout', line);
   for (const line of lines.stderr.end()) onLine('stderr', line);
 }

@@ -24,6 +24,11 @@ import {
 /** The label of a service that lists the platform's containers it stands for, as JSON `[[id, num, digest], ...]`. */
 export const MEMBERS_LABEL = 'svc.members';
 
+/** How long a one-off task's logs are read again while the engine cannot read all of them. */
+const JOB_LOG_RETRY_MS = 10_000;
+/** How long a service's log follower waits before it follows again after the engine could not read all of it. */
+const FOLLOW_RETRY_AFTER_ENGINE_ERROR_MS = 5000;
+
 /** How a SwarmScheduler runs apps as Swarm services (`docker`: a client of a manager of the swarm). */
 export interface SwarmSchedulerOptions extends EngineSchedulerOptions {
   /** Services are named `<prefix>-<app>-<type>`. Default `svc`. */
@@ -92,6 +97,8 @@ interface Service {
   tasks: TaskView[];
   lastLine: string | null;
   logs: AbortController | null;
+  /** Ends the log stream being followed, which is then followed again from its last line; null between streams. */
+  refollow: (() => void) | null;
   /** The task template and labels before the last change of template made here, to go back to when its containers are stopped. */
   previous: { template: TaskTemplate; endpoint: ServiceSpec['EndpointSpec']; digest: string; release: number; port: number | null } | null;
   gone: boolean;
@@ -285,15 +292,33 @@ export class SwarmScheduler implements Scheduler {
       }
       const timedOut = task === null;
       if (task !== null && task.state === 'rejected') throw new Error(`the one-off task could not run: ${task.err || task.state}`);
-      const output = new CappedOutput(spec.outputLimitBytes);
-      const stream = await streamFromEngine(this.docker, `/services/${created.ID}/logs`, { stdout: true, stderr: true });
-      await waitAtMost(followFrames(stream, (_which, payload) => output.push(payload)), 5000);
-      stream.destroy();
-      const notes = timedOut ? [`killed after the timeout of ${spec.timeoutSeconds} s`] : [];
+      const { output, missing } = await this.jobOutput(created.ID, spec.outputLimitBytes);
+      const notes = [
+        ...(timedOut ? [`killed after the timeout of ${spec.timeoutSeconds} s`] : []),
+        ...(missing === null ? [] : [`the output could not be read in full: ${missing}`]),
+      ];
       return { exitCode: timedOut ? RUN_TIMEOUT_EXIT_CODE : (task?.exitCode ?? 1), output: output.text(notes) };
     } finally {
       this.runs.delete(created.ID);
       await callEngine(this.docker, 'DELETE', `/services/${created.ID}`).catch(() => undefined);
+    }
+  }
+
+  /**
+   * A finished one-off task's output, from its service's logs. While the engine says part of
+   * them could not be read (the task's node not reachable just then, e.g. rejoining the
+   * swarm), they are read again, for up to JOB_LOG_RETRY_MS; then the error goes with what was read.
+   */
+  private async jobOutput(serviceId: string, limit: number): Promise<{ output: CappedOutput; missing: string | null }> {
+    const deadline = Date.now() + JOB_LOG_RETRY_MS;
+    for (;;) {
+      const output = new CappedOutput(limit);
+      let missing: string | null = null;
+      const stream = await streamFromEngine(this.docker, `/services/${serviceId}/logs`, { stdout: true, stderr: true });
+      await waitAtMost(followFrames(stream, (_which, payload) => output.push(payload), (error) => (missing ??= error)), 5000);
+      stream.destroy();
+      if (missing === null || Date.now() >= deadline) return { output, missing };
+      await sleep(500);
     }
   }
 
@@ -432,7 +457,7 @@ export class SwarmScheduler implements Scheduler {
     const members = new Map([[spec.id, { id: spec.id, num: spec.num, digest }]]);
     const body = this.serviceSpec(name, spec.app, spec.type, spec.release, digest, members, template, port);
     const created = await callEngine<{ ID: string }>(this.docker, 'POST', '/services/create', {}, body, undefined, this.authOf(body));
-    const service: Service = { name, app: spec.app, type: spec.type, id: created.ID, digest, force: 0, release: spec.release, members, port, tasks: [], lastLine: null, logs: null, previous: null, gone: false };
+    const service: Service = { name, app: spec.app, type: spec.type, id: created.ID, digest, force: 0, release: spec.release, members, port, tasks: [], lastLine: null, logs: null, refollow: null, previous: null, gone: false };
     this.services.set(name, service);
     this.follow(service, 0);
     this.event(spec.app, `created the service ${name} for ${spec.type} (v${spec.release})`);
@@ -712,6 +737,7 @@ export class SwarmScheduler implements Scheduler {
     if (!force && Date.now() - this.nodesRead < 5000) return;
     const nodes = await callEngine<NodeInfo[]>(this.docker, 'GET', '/nodes');
     this.nodesRead = Date.now();
+    const before = this.nodes;
     this.nodes = new Map(
       nodes.map((node) => {
         const hostname = node.Description?.Hostname ?? '';
@@ -720,6 +746,10 @@ export class SwarmScheduler implements Scheduler {
         return [node.ID, { address, ready: node.Status?.State === 'ready' }];
       }),
     );
+    // A node that is back (or new) gets no log subscription made while it was away: the
+    // services' logs are followed again, so its tasks' output reaches the apps' logs.
+    const back = before.size > 0 && [...this.nodes].some(([id, node]) => node.ready && before.get(id)?.ready !== true);
+    if (back) for (const service of this.services.values()) service.refollow?.();
   }
 
   /** Tells the router when the endpoints changed since it was last told. */
@@ -769,6 +799,7 @@ export class SwarmScheduler implements Scheduler {
     let recent = new Set<string>();
     let last = '';
     let from = since;
+    let incomplete = false;
     const run = async (): Promise<void> => {
       while (!abort.signal.aborted && !service.gone && this.closing === null) {
         try {
@@ -779,6 +810,13 @@ export class SwarmScheduler implements Scheduler {
             abort.signal,
           );
           abort.signal.addEventListener('abort', () => stream.destroy(), { once: true });
+          // A node's logs that could not be read (a node rejoining): this stream would go on
+          // without them, so it is left, and followed again from the last line seen.
+          const onEngineError = (): void => {
+            incomplete = true;
+            stream.destroy();
+          };
+          service.refollow = () => stream.destroy();
           await followLines(stream, (_which, line) => {
             const entry = parseServiceLogLine(line);
             const key = `${entry.stamp} ${entry.task} ${entry.message}`;
@@ -789,13 +827,15 @@ export class SwarmScheduler implements Scheduler {
             const slot = service.tasks.find((t) => t.id === entry.task)?.slot;
             service.lastLine = entry.message;
             this.log.write(service.app, `${service.app}[${service.type}.${slot ?? '?'}]`, entry.message);
-          });
+          }, onEngineError);
         } catch {
           // The service went, or the manager did not answer: tried again below while the service exists.
         }
+        service.refollow = null;
         const stamp = Date.parse(last);
         if (Number.isFinite(stamp)) from = Math.floor(stamp / 1000);
-        await sleep(1000);
+        await sleep(incomplete ? FOLLOW_RETRY_AFTER_ENGINE_ERROR_MS : 1000);
+        incomplete = false;
       }
     };
     void run();
@@ -980,6 +1020,7 @@ export class SwarmScheduler implements Scheduler {
           tasks: [],
           lastLine: null,
           logs: null,
+          refollow: null,
           previous: null,
           gone: false,
         };

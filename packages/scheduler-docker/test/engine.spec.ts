@@ -35,6 +35,19 @@ describe('FrameDemultiplexer', () => {
     for (let at = 0; at < bytes.length; at += 3) demux.push(bytes.subarray(at, at + 3));
     expect(seen).toEqual(['stdout:out one\n', 'stderr:err\n', 'stdout:out two']);
   });
+
+  it("keeps the engine's own errors in the stream (type 3) apart from the app's output", () => {
+    const seen: string[] = [];
+    const errors: string[] = [];
+    const demux = new FrameDemultiplexer((stream, payload) => seen.push(`${stream}:${payload.toString()}`), (message) => errors.push(message));
+    demux.push(Buffer.concat([frame(1, 'out\n'), frame(3, 'Error grabbing logs: node x is not available\n'), frame(2, 'err\n')]));
+    expect(seen).toEqual(['stdout:out\n', 'stderr:err\n']);
+    expect(errors).toEqual(['Error grabbing logs: node x is not available']);
+    // Without a listener they are dropped, never taken for output.
+    const quiet: string[] = [];
+    new FrameDemultiplexer((stream, payload) => quiet.push(`${stream}:${payload.toString()}`)).push(frame(3, 'engine trouble\n'));
+    expect(quiet).toEqual([]);
+  });
 });
 
 describe('limits', () => {

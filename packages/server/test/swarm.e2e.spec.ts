@@ -247,5 +247,16 @@ describeSwarm('the controller on a two-node Docker Swarm (SCHEDULER=swarm)', () 
     await until("the worker's old tasks stopped", 60_000, async () => (await runningOnWorker()) === 0);
     expect((await containers()).map((c) => `${c.type}.${c.num} ${c.state}`)).toEqual(['web.1 up', 'web.2 up', 'web.3 up']);
     expect(await viaRouter(server.routerPort ?? 0, app)).toEqual({ status: 200, text: 'one\n' });
+
+    // A task placed on the rejoined worker runs there, and its output reaches the app's log.
+    // (Log lines start with their second, `YYYY-MM-DDTHH:MM:SSUTC`; only a new task says it is serving.)
+    const startedSince = async (from: number): Promise<boolean> =>
+      (await alice.api.get(`/v1/apps/${app}/logs/`)).text
+        .split('\n')
+        .some((line) => /\]: serving one$/.test(line) && Date.parse(`${line.slice(0, 19)}Z`) >= from);
+    const scaledAt = Math.floor(Date.now() / 1000) * 1000;
+    expect((await alice.api.post(`/v1/apps/${app}/scale/`, { web: 4 })).status).toBe(204);
+    await until('a task on the rejoined worker', 60_000, async () => (await taskNodes()).includes(worker));
+    await until("the new task's output in the app's log", 60_000, () => startedSince(scaledAt));
   });
 });

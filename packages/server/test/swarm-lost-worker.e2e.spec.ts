@@ -1,11 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { LABELS, createEngine, type Docker } from '@svc/scheduler-docker';
+import { createEngine, type Docker } from '@svc/scheduler-docker';
 import { loadConfig, startServer, type RunningServer } from '../src';
-import { ApiClient, ENGINE_E2E_ENV, signUp, viaRouter, type Session } from './support';
+import { ApiClient, closeSwarmTest, ENGINE_E2E_ENV, signUp, viaRouter, type Session } from './support';
 
 jest.setTimeout(400_000);
 
@@ -102,12 +102,7 @@ describeSwarm('a lost Swarm worker (SCHEDULER=swarm)', () => {
       }
     }
     await alice?.api.delete(`/v1/apps/${app}/`).catch(() => undefined);
-    await server?.close();
-    if (docker) {
-      const left = await docker.listServices({ filters: { label: [`${LABELS.instance}=${env.DOCKER_INSTANCE}`] } });
-      await Promise.all(left.map((s) => docker.getService(s.ID as string).remove().catch(() => undefined)));
-    }
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await closeSwarmTest({ server, manager: docker, instance: env.DOCKER_INSTANCE, dataDir });
   });
 
   it('Swarm starts the lost worker\'s tasks again on the manager, the states and the router follow, and the worker rejoins', async () => {

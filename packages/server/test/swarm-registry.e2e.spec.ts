@@ -2,9 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { LABELS, createEngine, type Docker } from '@svc/scheduler-docker';
+import { createEngine, type Docker } from '@svc/scheduler-docker';
 import { loadConfig, startServer, type RunningServer } from '../src';
-import { ApiClient, signUp, viaRouter, type Session } from './support';
+import { ApiClient, closeSwarmTest, signUp, viaRouter, type Session } from './support';
 import { WorkingCopy, keyPair, nodeApp } from '../../builder-git/test/support/git-client';
 
 jest.setTimeout(600_000);
@@ -69,12 +69,7 @@ describeSwarm('git pushes on a two-node Docker Swarm with a registry (SCHEDULER=
   });
 
   afterAll(async () => {
-    await server?.close();
-    if (manager) {
-      const left = await manager.listServices({ filters: { label: [`${LABELS.instance}=${env.DOCKER_INSTANCE}`] } });
-      await Promise.all(left.map((s) => manager.getService(s.ID as string).remove().catch(() => undefined)));
-    }
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await closeSwarmTest({ server, manager: manager, instance: env.DOCKER_INSTANCE, dataDir });
   });
 
   it('a git push is built on the manager, pushed to the registry and run by digest on both nodes', async () => {

@@ -1,10 +1,10 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { LABELS, createEngine, type Docker } from '@svc/scheduler-docker';
+import { createEngine, type Docker } from '@svc/scheduler-docker';
 import { loadConfig, startServer, type RunningServer } from '../src';
-import { ApiClient, ENGINE_E2E_ENV, signUp, viaRouter, type Session } from './support';
+import { ApiClient, closeSwarmTest, ENGINE_E2E_ENV, signUp, viaRouter, type Session } from './support';
 
 jest.setTimeout(300_000);
 
@@ -113,12 +113,7 @@ describeSwarm('the controller on a two-node Docker Swarm (SCHEDULER=swarm)', () 
   afterAll(async () => {
     if (workerId !== null && docker) await setAvailability(workerId, 'active').catch(() => undefined);
     await alice?.api.delete(`/v1/apps/${app}/`).catch(() => undefined);
-    await server?.close();
-    if (docker) {
-      const left = await docker.listServices({ filters: { label: [`${LABELS.instance}=${env.DOCKER_INSTANCE}`] } });
-      await Promise.all(left.map((s) => docker.getService(s.ID as string).remove().catch(() => undefined)));
-    }
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    await closeSwarmTest({ server, manager: docker, instance: env.DOCKER_INSTANCE, dataDir });
   });
 
   it('deploys and scales to tasks on both nodes, which the router serves', async () => {

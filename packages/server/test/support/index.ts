@@ -5,3 +5,4 @@ export * from './users';
 export * from './types';
 export * from './expectations';
 export * from './router';
+export * from './swarm';

@@ -6,14 +6,15 @@ import ignore from '@balena/dockerignore';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
 import { buildFailed, isDigestReference, isReleaseImage, type ImageBuilder, type ImageBuildRequest } from '@svc/core';
+import { LABELS } from './engine';
 import { authFor, type RegistryLogin } from './registry-login';
 import { UnreadableReference, imageReferences } from './dockerfile-references';
 
 /** The user (uid and gid) apps run as: a Procfile build's files in `/app` belong to it. */
 export const APP_UID = 10000;
 
-/** The label every image this builder makes carries: the app it belongs to. */
-export const APP_LABEL = 'svc.app';
+/** The label every image this builder makes carries: the app it belongs to (the schedulers refuse it to other apps). */
+export const APP_LABEL = LABELS.app;
 
 /** The label of the app's uuid: one app id may name, over time, apps of different owners. */
 export const APP_UUID_LABEL = 'svc.app-uuid';

@@ -26,7 +26,7 @@ export {
   pingEngine,
 } from './engine';
 export { SCHEDULER_LOG_SOURCE, type EngineSchedulerOptions } from './options';
-export { authFor, registryHostOf, type RegistryAuth, type RegistryLogin } from './registry-login';
+export type { RegistryLogin } from './registry-login';
 export { MEMBERS_LABEL, SwarmScheduler, drainScript, healthScript, parseServiceLogLine, type SwarmSchedulerOptions } from './swarm-scheduler';
 export { guardChainName, guardHostFromBridge, unguardHostFromBridge } from './host-guard';
 /** The engine client type (dockerode's), for those that share one. */

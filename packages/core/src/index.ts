@@ -7,6 +7,7 @@ export * from './model/pagination';
 export * from './model/time';
 export * from './ports/repositories';
 export * from './ports/services';
+export * from './ports/builds';
 export * from './ports/observers';
 export * from './version/policy';
 export * from './rules/apps';

@@ -7,7 +7,8 @@
  * BENCH_GROWTH_REQUESTS requests per latency measurement (default 1000),
  * BENCH_DATABASES (default `sqlite,postgres`); for quicker partial runs, BENCH_SIZES (default
  * `100,10000,100000`) and BENCH_ENDPOINTS (parts of the names of the throughput endpoints to run);
- * BENCH_SECTIONS (default `throughput,deploy-isolation`, see bench/src/deploy-isolation.ts).
+ * BENCH_SECTIONS (default `throughput,deploy-isolation,router,push`; see bench/src/deploy-isolation.ts,
+ * bench/src/router.ts and bench/src/push.ts). `npm run bench -- router` or `-- push` runs that section alone.
  */
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -20,6 +21,7 @@ import { runLoad, type LoadResult, type RequestSpec } from './load';
 import { describeMachine, type MachineInfo } from './machine';
 import { startServer, type ServerProcess } from './processes';
 import { benchDocker, dockerReport, type DockerResult } from './docker';
+import { benchPush, pushReport, type PushResult } from './push';
 import { benchRouter, routerReport, type RouterResult } from './router';
 import { createScratchDatabase, PostgresSeeder, SqliteSeeder, type ScratchDatabase, type Seeder } from './seed';
 
@@ -532,10 +534,11 @@ function report(machine: MachineInfo, results: DatabaseResult[]): string {
 async function main(): Promise<void> {
   // `npm run bench -- router` (or BENCH=router) runs the router section alone.
   const routerOnly = process.argv.slice(2).includes('router') || process.env.BENCH === 'router';
-  const wanted = routerOnly ? [] : (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').map((s) => s.trim());
+  const pushOnly = process.argv.slice(2).includes('push') || process.env.BENCH === 'push';
+  const wanted = routerOnly || pushOnly ? [] : (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').map((s) => s.trim());
   const serverUrl = process.env.DATABASE_URL?.trim() || undefined;
   const machine = describeMachine();
-  const sections = (process.env.BENCH_SECTIONS ?? 'throughput,deploy-isolation,router').split(',').map((s) => s.trim());
+  const sections = (process.env.BENCH_SECTIONS ?? 'throughput,deploy-isolation,router,push').split(',').map((s) => s.trim());
   const kinds: Kind[] = [];
   if (wanted.includes('sqlite')) kinds.push('sqlite');
   if (wanted.includes('postgres')) {
@@ -552,21 +555,28 @@ async function main(): Promise<void> {
   // The Docker scheduler's figures, when an engine is named (BENCH_DATABASES=none for them alone).
   const dockerHost = process.env.TEST_DOCKER_HOST?.trim() || process.env.DOCKER_HOST?.trim() || null;
   let docker: DockerResult | null = null;
-  if (dockerHost !== null) {
+  if (dockerHost !== null && !pushOnly) {
     docker = await benchDocker(ROOT, dockerHost, log);
     text += dockerReport(docker);
   }
-  if (routerOnly || sections.includes('router')) {
+  const pushes: PushResult[] = [];
+  if (pushOnly || (!routerOnly && sections.includes('push'))) {
+    pushes.push(await benchPush(ROOT, 'process', null, log));
+    if (dockerHost !== null) pushes.push(await benchPush(ROOT, 'docker', dockerHost, log));
+    else log('no Docker engine named (TEST_DOCKER_HOST or DOCKER_HOST): the push figures are the process scheduler\'s only');
+    text += pushReport(pushes);
+  }
+  if (!pushOnly && (routerOnly || sections.includes('router'))) {
     router = await benchRouter();
     text += '\n' + routerReport(router, table);
   }
   if (restarts.length > 0) text += `\nServers restarted during the run:\n${restarts.map((note) => `- ${note}`).join('\n')}\n`;
   process.stdout.write(text);
   // The router section alone does not overwrite the whole run's results.
-  const resultsFile = routerOnly ? RESULTS_FILE.replace(/\.json$/, '-router.json') : RESULTS_FILE;
+  const resultsFile = routerOnly ? RESULTS_FILE.replace(/\.json$/, '-router.json') : pushOnly ? RESULTS_FILE.replace(/\.json$/, '-push.json') : RESULTS_FILE;
   await writeFile(
     resultsFile,
-    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, isolation, restarts, docker, router }, null, 2)}\n`,
+    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, isolation, restarts, docker, router, pushes }, null, 2)}\n`,
   );
   log(`results written to ${resultsFile}`);
 }

@@ -4,8 +4,11 @@ import type { FakeImageBuilder } from './fake-image-builder';
 
 /** How one buildpack behaves in a FakeSourceCompiler; unset: it detects nothing. */
 export interface FakeBuildpackBehaviour {
-  /** What `bin/detect` prints; null (the default): it exits non-zero. */
-  detect?: string | null;
+  /**
+   * What `bin/detect` prints; null (the default): it exits non-zero. A function decides from
+   * the build's request (e.g. whether a file is in its directory).
+   */
+  detect?: string | null | ((request: CompileRequest) => string | null);
   /** The lines `bin/compile` prints. */
   compileOutput?: string[];
   /** When set, `bin/compile` fails with this reason (`BUILD.FAILED`). */
@@ -109,7 +112,8 @@ class FakeCompileSession implements CompileSession {
   async detect(buildpack: InstalledBuildpack): Promise<string | null> {
     this.assertOpen('detect');
     this.compiler.calls.push({ step: 'detect', buildpack: buildpack.name });
-    const answer = this.compiler.behaviourOf(buildpack).detect ?? null;
+    const detect = this.compiler.behaviourOf(buildpack).detect ?? null;
+    const answer = typeof detect === 'function' ? detect({ ...this.request }) : detect;
     return answer === null ? null : answer || buildpack.name;
   }
 

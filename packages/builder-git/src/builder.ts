@@ -55,6 +55,13 @@ function messagesOf(error: DomainError): string[] {
   return fields.length > 0 ? fields : [error.message];
 }
 
+/** What the pusher is told about how the commit will build, one line each. */
+function describeSource(types: string[], files: SourceFiles, compiled: boolean): string[] {
+  const declared = types.length > 0 ? `Procfile declares ${types.join(', ')}` : null;
+  if (compiled) return [declared === null ? 'No Procfile: the buildpack decides what runs' : `${declared}; a buildpack compiles the app`];
+  return [declared ?? 'No Procfile: the Dockerfile decides what runs', ...(files.dockerfile !== null ? ['Dockerfile found'] : [])];
+}
+
 /** Thrown to refuse a push with a message for the pusher. */
 class Refused extends Error {}
 
@@ -112,11 +119,12 @@ export class SourceBuilder {
     if (type !== 'commit') throw new Refused(`${branch} must point to a commit, not a ${type}.`);
 
     const files = await this.readSourceFiles(env, sha);
+    // The core decides how the commit builds; its Procfile and Dockerfile are checked here so
+    // that a commit it would refuse up front is refused before anything is checked out.
+    const compiled = this.useCases.deploySource.compilesWithBuildpacks && files.dockerfile === null;
     try {
-      const plan = planSourceBuild(push.app.id, sha, files);
-      const types = Object.keys(plan.procfile);
-      say(detail(types.length > 0 ? `Procfile declares ${types.join(', ')}` : 'No Procfile: the Dockerfile decides what runs'));
-      if (files.dockerfile !== null) say(detail('Dockerfile found'));
+      const plan = planSourceBuild(push.app.id, sha, files, { compiled });
+      for (const line of describeSource(Object.keys(plan.procfile), files, compiled)) say(detail(line));
     } catch (error) {
       if (DomainError.is(error)) throw new Refused(messagesOf(error).join('\n'));
       throw error;
@@ -124,10 +132,10 @@ export class SourceBuilder {
 
     const { workdir, created } = await this.checkout(push.app.id, env, sha);
     say(step(created ? `Checked out ${sha.slice(0, 7)}` : `Reusing the checkout of ${sha.slice(0, 7)}`));
-    say(step('Releasing and starting processes'));
+    say(step(compiled ? 'Compiling with buildpacks, then releasing and starting processes' : 'Releasing and starting processes'));
     let published;
     try {
-      // With an image builder the build's own output comes first, one line at a time.
+      // With an image builder or buildpacks the build's own output comes first, one line at a time.
       published = await this.useCases.deploySource.execute(push.fingerprint, push.app.id, { sha, ...files, workdir }, (line) => say(detail(line)));
     } catch (error) {
       if (created) await rm(workdir, { recursive: true, force: true });

@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { parseChaosSpec, type ChaosOptions } from '@svc/scheduler-chaos';
 import type { SandboxOptions } from '@svc/scheduler-process';
 import { dockerHostOptions, type RegistryLogin } from '@svc/scheduler-docker';
+import { buildpackSettings, buildpackUrlAllow, type BuildpackSettings } from './config-buildpacks';
 
 /** Which scheduler runs containers. */
 export type SchedulerKind = 'process' | 'memory' | 'docker' | 'swarm';
@@ -181,6 +182,8 @@ export interface ServerConfig {
   settings: Settings;
   /** How pushed commits become images; null: they run from their checkout. */
   imageBuilds: ImageBuildSettings | null;
+  /** BUILDPACKS_DIR and BUILD_CACHE_LIMIT_MB, for the buildpack compiler and catalog (BUILDPACK_URL_ALLOW is in `settings`). */
+  buildpacks: BuildpackSettings;
   /** REGISTRY with REGISTRY_USERNAME and REGISTRY_PASSWORD: the login sent with the registry's images only; null: none. */
   registryLogin: RegistryLogin | null;
 }
@@ -569,6 +572,8 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     },
     buildRetention: integer(env, 'BUILD_RETENTION', DEFAULT_SETTINGS.buildRetention, 1, 1000),
     deployLeaseSeconds: integer(env, 'DEPLOY_LEASE_SECONDS', DEFAULT_SETTINGS.deployLeaseSeconds, 3, 3600),
+    buildpackUrlAllow: buildpackUrlAllow(env),
+    releasePhaseTimeoutSeconds: integer(env, 'RELEASE_PHASE_TIMEOUT_SECONDS', DEFAULT_SETTINGS.releasePhaseTimeoutSeconds, 1, 24 * 3600),
   };
 
   return {
@@ -619,6 +624,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     settings,
     // REGISTRY is checked whether or not images are built: a bad value stops the start either way.
     imageBuilds: imageBuilds(env, registry),
+    buildpacks: buildpackSettings(env, (name, fallback, min, max) => integer(env, name, fallback, min, max)),
     registryLogin: registryLogin(env, registry),
   };
 }

@@ -565,4 +565,54 @@ describe('loadConfig: metrics', () => {
   ])('refuses %s=%p, naming the variable', (variable, value) => {
     expect(failureOf({ [variable]: value })?.message).toMatch(new RegExp(`^${variable}: `));
   });
+
+  describe('buildpacks and the release phase', () => {
+    it('admits no buildpack URL, gives the release phase 300 s, keeps a 512 MiB build cache and no operator buildpacks by default', () => {
+      const config = loadConfig({});
+      expect(config.settings.buildpackUrlAllow).toEqual([]);
+      expect(config.settings.releasePhaseTimeoutSeconds).toBe(300);
+      expect(config.buildpacks).toEqual({ dir: null, cacheLimitBytes: 512 * 1024 * 1024 });
+    });
+
+    it('reads BUILDPACK_URL_ALLOW as comma-separated URLs and prefixes, normalised', () => {
+      const config = loadConfig({ BUILDPACK_URL_ALLOW: ' https://GitHub.com/acme/ , https://git.example.com:443/packs/node.git/ ,, https://x.example/a.git' });
+      expect(config.settings.buildpackUrlAllow).toEqual(['https://github.com/acme/', 'https://git.example.com/packs/node.git/', 'https://x.example/a.git']);
+    });
+
+    it.each([
+      ['credentials', 'https://user:secret@github.com/acme/'],
+      ['a dot-dot segment', 'https://github.com/acme/../evil/'],
+      ['an odd scheme', 'file:///srv/buildpacks/'],
+      ['an ssh URL', 'git@github.com:acme/pack.git'],
+      ['a query', 'https://github.com/acme/pack?x=1'],
+    ])('refuses a BUILDPACK_URL_ALLOW entry with %s, naming the variable', (_what, entry) => {
+      expect(failureOf({ BUILDPACK_URL_ALLOW: entry })?.message).toMatch(/^BUILDPACK_URL_ALLOW: /);
+    });
+
+    it('never echoes a password written into a BUILDPACK_URL_ALLOW entry', () => {
+      const message = failureOf({ BUILDPACK_URL_ALLOW: 'https://u:hunter2@h.example/' })?.message;
+      expect(message).toContain('cannot carry credentials');
+      expect(message).not.toContain('hunter2');
+    });
+
+    it('reads RELEASE_PHASE_TIMEOUT_SECONDS from 1 to 86400', () => {
+      expect(loadConfig({ RELEASE_PHASE_TIMEOUT_SECONDS: '45' }).settings.releasePhaseTimeoutSeconds).toBe(45);
+      expect(failureOf({ RELEASE_PHASE_TIMEOUT_SECONDS: '0' })?.message).toMatch(/^RELEASE_PHASE_TIMEOUT_SECONDS: /);
+      expect(failureOf({ RELEASE_PHASE_TIMEOUT_SECONDS: '86401' })?.message).toMatch(/^RELEASE_PHASE_TIMEOUT_SECONDS: /);
+      expect(failureOf({ RELEASE_PHASE_TIMEOUT_SECONDS: '5m' })?.message).toMatch(/^RELEASE_PHASE_TIMEOUT_SECONDS: /);
+    });
+
+    it('reads BUILD_CACHE_LIMIT_MB (0 keeps no cache) and refuses a negative or huge one', () => {
+      expect(loadConfig({ BUILD_CACHE_LIMIT_MB: '0' }).buildpacks.cacheLimitBytes).toBe(0);
+      expect(loadConfig({ BUILD_CACHE_LIMIT_MB: '100' }).buildpacks.cacheLimitBytes).toBe(100 * 1024 * 1024);
+      expect(failureOf({ BUILD_CACHE_LIMIT_MB: '-1' })?.message).toMatch(/^BUILD_CACHE_LIMIT_MB: /);
+      expect(failureOf({ BUILD_CACHE_LIMIT_MB: '65537' })?.message).toMatch(/^BUILD_CACHE_LIMIT_MB: /);
+    });
+
+    it('takes BUILDPACKS_DIR as an absolute path to an existing directory, and refuses a missing one or a file', () => {
+      expect(loadConfig({ BUILDPACKS_DIR: __dirname }).buildpacks.dir).toBe(__dirname);
+      expect(failureOf({ BUILDPACKS_DIR: '/nonexistent/buildpacks' })?.message).toMatch(/^BUILDPACKS_DIR: must be an existing directory/);
+      expect(failureOf({ BUILDPACKS_DIR: __filename })?.message).toMatch(/^BUILDPACKS_DIR: /);
+    });
+  });
 });

@@ -24,7 +24,7 @@ export class FakeController {
   readonly deps: CoreDependencies;
   readonly useCases: UseCases;
 
-  constructor(settings: Partial<Settings> = {}) {
+  constructor(settings: Partial<Settings> = {}, builds: Pick<CoreDependencies, 'compiler' | 'buildpacks'> = {}) {
     this.deps = {
       uow: this.uow,
       scheduler: this.scheduler,
@@ -38,6 +38,7 @@ export class FakeController {
       ids: new SequentialIdGenerator({ namespace: 7 }),
       random: new SeededRandom(),
       settings: { ...DEFAULT_SETTINGS, ...settings },
+      ...builds,
     };
     this.useCases = createUseCases(this.deps);
   }

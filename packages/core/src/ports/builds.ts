@@ -11,6 +11,11 @@ export interface InstalledBuildpack {
   name: string;
   /** The absolute path of its directory on the controller's machine. */
   directory: string;
+  /**
+   * What its `bin/detect` looks for, in a few words (e.g. `package.json`), for the message of
+   * a push no buildpack detects; absent or null when unknown.
+   */
+  needs?: string | null;
 }
 
 /** The buildpacks a build can use. */

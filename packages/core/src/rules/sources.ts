@@ -9,6 +9,8 @@ export const DOCKERFILE_MAX_LENGTH = 1024 * 1024;
 /** A full commit id, as git names the commit a branch points to. */
 export const COMMIT_SHA_PATTERN = /^[0-9a-f]{40}$/;
 
+/** The code of a push that gives the platform nothing to run. */
+export const NOTHING_TO_RUN_CODE = 'BUILD.NOTHING_TO_RUN';
 /** The message of a push that gives the platform nothing to run. */
 export const NOTHING_TO_RUN =
   'The pushed commit has neither a Procfile nor a Dockerfile, so there is nothing to run. '
@@ -67,14 +69,25 @@ export interface SourceFiles {
 /** What a pushed commit builds into. */
 export type SourcePlan = Pick<Build, 'image' | 'sha' | 'procfile' | 'dockerfile'>;
 
+/** How a pushed commit is built, as far as its plan depends on it. */
+export interface SourcePlanOptions {
+  /**
+   * Whether a commit without a Dockerfile is compiled with buildpacks: then it may lack a
+   * Procfile (the buildpack's default process types may be enough), which the compile decides.
+   */
+  compiled?: boolean;
+}
+
 /**
  * Decides the build of a pushed commit: its image name, Procfile and Dockerfile.
  * @throws RequestRejected `BUILD.NOTHING_TO_RUN` when the commit has neither a Procfile nor a
- *   Dockerfile; ValidationFailed on `procfile`, `dockerfile` or `sha` when one is unusable.
+ *   Dockerfile and is not compiled; ValidationFailed on `procfile`, `dockerfile` or `sha` when one is unusable.
  */
-export function planSourceBuild(appId: string, sha: string, files: SourceFiles): SourcePlan {
+export function planSourceBuild(appId: string, sha: string, files: SourceFiles, options: SourcePlanOptions = {}): SourcePlan {
   if (!COMMIT_SHA_PATTERN.test(sha)) throw ValidationFailed.field('sha', 'A commit is named by 40 lowercase hexadecimal characters.');
-  if (files.procfile === null && files.dockerfile === null) throw new RequestRejected('BUILD.NOTHING_TO_RUN', NOTHING_TO_RUN);
+  if (files.procfile === null && files.dockerfile === null && options.compiled !== true) {
+    throw new RequestRejected(NOTHING_TO_RUN_CODE, NOTHING_TO_RUN);
+  }
   if (files.dockerfile !== null && files.dockerfile.length > DOCKERFILE_MAX_LENGTH) {
     throw ValidationFailed.field('dockerfile', `The Dockerfile is larger than ${DOCKERFILE_MAX_LENGTH} characters.`);
   }

@@ -16,6 +16,13 @@ export {
 export { FakeScheduler, type RunningContainer, type SchedulerCall } from './fake-scheduler';
 export { InMemoryLogStore } from './in-memory-log-store';
 export { FakeImageBuilder, type FakeImage } from './fake-image-builder';
+export {
+  FAKE_BUILDPACKS,
+  FakeBuildpackCatalog,
+  FakeSourceCompiler,
+  type CompileCall,
+  type FakeBuildpackBehaviour,
+} from './fake-source-compiler';
 export { RecordingDeployObserver, type ObservedDeploy } from './recording-deploy-observer';
 export {
   BUILDER_PASSWORD,

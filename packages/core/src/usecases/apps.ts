@@ -115,7 +115,7 @@ export class UpdateApp {
 
 /** Stops an app's containers and deletes it with everything under it. */
 export class DeleteApp {
-  constructor(private readonly deps: LeaseDependencies) {}
+  constructor(private readonly deps: LeaseDependencies & Pick<CoreDependencies, 'compiler'>) {}
 
   /**
    * Under the app's deploy lease, stops its containers with no transaction open, then
@@ -124,7 +124,7 @@ export class DeleteApp {
    */
   async execute(actor: Actor, appId: string): Promise<void> {
     const visible = await loadAdministeredApp(this.deps.uow.repositories, actor, appId);
-    await withAppLease(this.deps, visible.id, async (lease) => {
+    const deleted = await withAppLease(this.deps, visible.id, async (lease) => {
       const repos = this.deps.uow.repositories;
       const app = await loadAdministeredApp(repos, actor, appId);
       const containers = await repos.containers.listForApp(app.id, { includeRun: true });
@@ -144,11 +144,17 @@ export class DeleteApp {
         await lease.publish(tx);
         await tx.apps.delete(app.id);
       });
+      return app;
     });
     try {
       await this.deps.logs.remove(appId);
     } catch {
       // The app is gone; a log file left behind is harmless and is replaced if the name is reused.
+    }
+    try {
+      await this.deps.compiler?.removeApp(deleted.id, deleted.uuid);
+    } catch {
+      // The app is gone; its build cache belongs to its uuid, which no new app shares.
     }
   }
 

@@ -5,7 +5,7 @@ import { assertPageExists, sliceOf } from '../model/pagination';
 import type { Repositories } from '../ports/repositories';
 import { PROCESS_TYPE_PATTERN } from '../rules/config';
 import { FieldErrorCollector, isPlainObject, toInteger } from '../rules/fields';
-import { runnableTypes } from '../rules/releases';
+import { RELEASE_NOT_SCALABLE, RELEASE_PROCESS_TYPE, runnableTypes } from '../rules/releases';
 import { loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
 import { carryOut, containerSpec, currentReleaseWithBuild, Rollout } from './deploy';
 import { withAppLease, type LeaseDependencies } from './leases';
@@ -47,6 +47,7 @@ function parseScale(body: unknown, max: number): Structure {
   for (const [type, raw] of Object.entries(body)) {
     const count = toInteger(raw);
     if (!PROCESS_TYPE_PATTERN.test(type)) errors.add(type, 'Process types can only contain [a-z0-9-_].');
+    else if (type === RELEASE_PROCESS_TYPE) errors.add(type, RELEASE_NOT_SCALABLE);
     else if (count === null || count < 0 || count > max) errors.add(type, `Must be an integer from 0 to ${max}.`);
     else structure[type] = count;
   }

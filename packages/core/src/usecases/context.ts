@@ -17,6 +17,7 @@ import type {
   TokenGenerator,
 } from '../ports/services';
 import type { DeployObserver } from '../ports/observers';
+import type { BuildpackCatalog, SourceCompiler } from '../ports/builds';
 import { canAdministerApp, canSeeApp, isAdmin } from '../rules/apps';
 import type { Quotas } from '../rules/quotas';
 
@@ -59,6 +60,13 @@ export interface Settings {
    * leaves its app locked for at most this long before another takes over and cleans up.
    */
   deployLeaseSeconds: number;
+  /**
+   * The git URLs an app's `BUILDPACK_URL` may name: exact URLs, or prefixes ending in `/`.
+   * Empty: no URL is ever fetched, only installed buildpacks are used.
+   */
+  buildpackUrlAllow: readonly string[];
+  /** The longest a release phase (the build's `release` process type, run once per release) may run before the release fails. */
+  releasePhaseTimeoutSeconds: number;
 }
 
 /** The defaults SPEC.md gives for every setting, and the platform's for the limits it adds. */
@@ -87,6 +95,8 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
   }),
   buildRetention: 10,
   deployLeaseSeconds: 30,
+  buildpackUrlAllow: Object.freeze([]),
+  releasePhaseTimeoutSeconds: 300,
 });
 
 /** Every port the use cases need. Each use case takes only the ones it uses. */
@@ -105,6 +115,13 @@ export interface CoreDependencies {
   settings: Settings;
   /** Builds pushed commits into images; absent or null: pushed commits run from their checkout (the process scheduler). */
   images?: ImageBuilder | null;
+  /**
+   * Compiles pushed commits without a Dockerfile with buildpacks (with `buildpacks`); absent
+   * or null: such commits are built as before (a Procfile on the stack image, or their checkout).
+   */
+  compiler?: SourceCompiler | null;
+  /** The buildpacks the compiler may use; both it and `compiler` are needed for buildpack builds. */
+  buildpacks?: BuildpackCatalog | null;
   /** Watches deploys (metrics); none when absent. */
   deployObserver?: DeployObserver;
 }

@@ -35,6 +35,7 @@ import { AuthenticateKey, AuthorizeGitAccess, ListRetainedWorkdirs } from './sou
 
 export * from './apps';
 export * from './auth';
+export * from './buildpacks';
 export * from './containers';
 export * from './context';
 export * from './deploy';
@@ -42,6 +43,7 @@ export * from './leases';
 export * from './observe';
 export * from './releases';
 export * from './quotas';
+export * from './release-phase';
 export * from './resources';
 export * from './sources';
 

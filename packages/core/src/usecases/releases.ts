@@ -17,6 +17,8 @@ import { loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependenci
 import { carryOut, currentRelease, planRelease, releaseState, Rollout, type ReleaseState } from './deploy';
 import { withAppLease, type LeaseDependencies } from './leases';
 import { observeDeploy } from './observe';
+import { runReleasePhase } from './release-phase';
+import { compileSource, type CompiledBuild } from './buildpacks';
 import { buildSourceImage, discardSourceImage, keyActor, pruneSourceImages, retainedBuilds, tagSourceImage, userOfKey } from './sources';
 
 type ReleaseDeps = LeaseDependencies & Pick<CoreDependencies, 'deployObserver'>;
@@ -46,6 +48,7 @@ async function publishRelease<C extends ReleaseChange>(
   actor: Actor,
   appId: string,
   change: (repos: Repositories, current: ReleaseState, app: App) => Promise<C>,
+  output: (line: string) => void = () => undefined,
 ): Promise<PublishedRelease & { build: C['build'] }> {
   const visible = await loadVisibleApp(deps.uow.repositories, actor, appId);
   // Every deploy passes here: the one place where the observer (metrics) sees it.
@@ -71,6 +74,8 @@ async function publishRelease<C extends ReleaseChange>(
     const rollout = new Rollout(deps, app);
     const structure = next.build ? structureForBuild(app.structure, next.build.procfile) : app.structure;
     if (next.build) {
+      // Before any process of the release starts: a failure leaves the old release serving and nothing written.
+      await runReleasePhase(deps, app, { ...state, build: next.build }, output);
       await planRelease(repos, rollout, { ...state, build: next.build }, structure);
     } else {
       // A release without a build has nothing to run.
@@ -185,16 +190,31 @@ export interface PushedSource extends SourceFiles {
 
 /** Builds a pushed commit and releases it onto the current config, acting as the holder of the SSH key that pushed it. */
 export class DeploySource {
-  constructor(private readonly deps: ReleaseDeps & Pick<CoreDependencies, 'images' | 'settings'>) {}
+  constructor(private readonly deps: ReleaseDeps & Pick<CoreDependencies, 'images' | 'settings' | 'compiler' | 'buildpacks'>) {}
 
   /**
-   * With an image builder, the commit is built into an image first, outside any transaction,
-   * its output sent to `output` line by line; the release then names it `<app>:<version>`
-   * and records no workdir. Without one, the build runs from its checkout (`workdir`).
+   * Whether commits without a Dockerfile are compiled with buildpacks (a compiler and a
+   * catalog are configured): such a commit needs no Procfile, the compile decides what runs.
+   */
+  get compilesWithBuildpacks(): boolean {
+    return (this.deps.compiler ?? null) !== null && (this.deps.buildpacks ?? null) !== null;
+  }
+
+  /**
+   * A commit with a Dockerfile is built into an image by the image builder; one without is
+   * compiled with buildpacks when they are configured (`BUILDPACK_URL` in the app's config
+   * picks them; the buildpack's default process types are overridden by the Procfile's), or,
+   * with an image builder only, laid onto the stack image. Builds happen first, after the
+   * visibility check and outside any transaction, their output sent to `output` line by
+   * line; an image result is then named `<app>:<version>` and records no workdir. Without
+   * any builder the build runs from its checkout (`workdir`). A build with a `release`
+   * process type runs it before its processes start (see `runReleasePhase`).
    * @throws NotAuthenticated when the key is no longer registered; RequestRejected
-   *   `BUILD.NOTHING_TO_RUN` without a Procfile and a Dockerfile, `BUILD.FAILED` when the
-   *   image does not build; ValidationFailed (procfile, dockerfile, sha, workdir); NotFound,
-   *   AppNotVisible; Unavailable (scheduler, image builder).
+   *   `BUILD.NOTHING_TO_RUN` without a Procfile and a Dockerfile (or, compiled, without any
+   *   process type), `BUILD.FAILED` when the source does not build, `BUILD.NO_BUILDPACK`,
+   *   `BUILD.BUILDPACK_NOT_ALLOWED`, `BUILD.BUILDPACK_UNKNOWN`, `BUILD.BUILDPACK_FETCH`,
+   *   `BUILD.RELEASE_INVALID`; ValidationFailed (procfile, dockerfile, sha, workdir);
+   *   NotFound, AppNotVisible; Unavailable (scheduler, builders, `RELEASE.PHASE_FAILED`).
    */
   async execute(
     fingerprint: string,
@@ -202,36 +222,52 @@ export class DeploySource {
     source: PushedSource,
     output: (line: string) => void = () => undefined,
   ): Promise<PublishedRelease & { build: Build }> {
-    const plan = planSourceBuild(appId, source.sha, source);
+    const compiling = this.compilesWithBuildpacks && source.dockerfile === null;
+    const plan = planSourceBuild(appId, source.sha, source, { compiled: compiling });
     if (source.workdir.trim() === '') throw ValidationFailed.field('workdir', 'A source build needs the directory it is checked out in.');
     const repos = this.deps.uow.repositories;
     const actor = keyActor(await userOfKey(repos, fingerprint));
     const images = this.deps.images ?? null;
     let image: string | null = null;
-    if (images !== null) {
+    let compiled: CompiledBuild | null = null;
+    if (compiling || images !== null) {
       // Nobody waits on a build the pusher may not release.
       const app = await loadVisibleApp(repos, actor, appId);
-      const kind = source.dockerfile !== null ? 'dockerfile' : 'procfile';
-      image = await buildSourceImage(images, { app: app.id, appUuid: app.uuid, directory: source.workdir, kind }, output);
+      if (compiling) {
+        const { config } = await currentRelease(repos, app.id);
+        const ports = { compiler: this.deps.compiler!, buildpacks: this.deps.buildpacks! };
+        const request = { app: app.id, appUuid: app.uuid, directory: source.workdir, env: { ...config.values } };
+        compiled = await compileSource(ports, this.deps.settings, request, plan.procfile, output);
+        image = compiled.source.image;
+      } else if (images !== null) {
+        const kind = source.dockerfile !== null ? 'dockerfile' : 'procfile';
+        image = await buildSourceImage(images, { app: app.id, appUuid: app.uuid, directory: source.workdir, kind }, output);
+      }
     }
     let published: PublishedRelease & { build: Build };
     try {
       published = await publishRelease(this.deps, actor, appId, async (_repos, current, app) => {
         const now = this.deps.clock.now();
-        let fields: Pick<Build, 'image' | 'workdir'> = { image: plan.image, workdir: source.workdir };
-        if (images !== null && image !== null) {
+        let fields: Pick<Build, 'image' | 'workdir' | 'procfile'> = {
+          image: plan.image,
+          workdir: compiled?.source.workdir ?? source.workdir,
+          procfile: compiled?.procfile ?? plan.procfile,
+        };
+        if (image !== null) {
           // The version is final here: the app's deploy lease is held until the release is published.
           const name = releaseImage(app.id, current.release.version + 1);
           // A build pushed to a registry is recorded by its digest, which every node pulls;
-          // the engine that built it still names it `<app>:<version>`.
-          fields = { image: isDigestReference(image) ? image : name, workdir: null };
-          await tagSourceImage(images, image, name);
+          // the engine that built it still names it `<app>:<version>`. Without an image
+          // builder to name it, a compiled image is recorded as the compiler gave it.
+          if (images !== null) await tagSourceImage(images, image, name);
+          const recorded = isDigestReference(image) || images === null ? image : name;
+          fields = { ...fields, image: recorded, workdir: compiled?.source.workdir ?? null };
         }
         const build: Build = {
           uuid: this.deps.ids.uuid(), app: app.id, owner: actor.user.username, ...plan, ...fields, created: now, updated: now,
         };
         return { config: current.config, build, summary: describeDeploy(build), creates: { build } };
-      });
+      }, output);
     } catch (error) {
       if (images !== null && image !== null) await discardSourceImage(images, image);
       throw error;

@@ -1,5 +1,5 @@
 import { DEFAULT_SETTINGS, DomainError, createUseCases } from '@svc/core';
-import type { Actor, App, CoreDependencies, ImageBuilder, Settings, UseCases, User } from '@svc/core';
+import type { Actor, App, BuildpackCatalog, CoreDependencies, ImageBuilder, Settings, SourceCompiler, UseCases, User } from '@svc/core';
 import {
   FakeCertificateParser,
   FakePasswordHasher,
@@ -36,7 +36,11 @@ export class World {
   readonly deps: CoreDependencies;
   readonly useCases: UseCases;
 
-  constructor(settings: Partial<Settings> = {}, images: ImageBuilder | null = null) {
+  constructor(
+    settings: Partial<Settings> = {},
+    images: ImageBuilder | null = null,
+    builds: { compiler?: SourceCompiler | null; buildpacks?: BuildpackCatalog | null } = {},
+  ) {
     this.settings = { ...DEFAULT_SETTINGS, ...settings };
     this.deps = {
       uow: this.uow,
@@ -52,6 +56,7 @@ export class World {
       random: this.random,
       settings: this.settings,
       images,
+      ...builds,
     };
     this.useCases = createUseCases(this.deps);
   }

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createServer, type Socket } from 'node:net';
-import { chmod, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RequestRejected } from '@svc/core';
@@ -182,6 +182,16 @@ describe('GitBuildpackCatalog', () => {
       expect(lines).toEqual([`-----> Using buildpack ${url}#main (fetched before)`]);
     });
 
+    it('answers two fetches of the same buildpack at once with one directory', async () => {
+      const catalog = new GitBuildpackCatalog({ builtinDir: BUILTIN_BUILDPACKS_DIR, fetchDir });
+
+      const [one, two] = await Promise.all([catalog.fetch(url, 'v1.0', () => undefined), catalog.fetch(url, 'v1.0', () => undefined)]);
+
+      expect(one).toEqual(two);
+      expect(await marker(one.directory)).toBe('v1');
+      expect(await readdir(fetchDir)).toHaveLength(1);
+    });
+
     it('refuses a repository without the bin scripts, and keeps nothing of it', async () => {
       const plain = join(root, 'not-a-buildpack');
       await mkdir(plain);
@@ -212,6 +222,47 @@ describe('GitBuildpackCatalog', () => {
       expect(badRef.message).toContain('no-such-branch');
       expect(option.message).toContain('is not a branch, tag or commit name');
       expect(await readdir(fetchDir)).toEqual([]);
+    });
+
+    it('checks symbolic links out as plain files, so a fetched buildpack cannot point at the host\'s files', async () => {
+      await mkdir(join(repo, 'lib'));
+      await symlink('/etc/passwd', join(repo, 'lib', 'passwd'));
+      git(repo, 'add', '.');
+      git(repo, 'commit', '--quiet', '-m', 'link');
+      const linkedScript = join(root, 'linked-script');
+      await mkdir(linkedScript);
+      git(linkedScript, 'init', '--quiet');
+      await writeBuildpack(linkedScript, 'x');
+      await rm(join(linkedScript, 'bin', 'compile'));
+      await symlink('/bin/sh', join(linkedScript, 'bin', 'compile'));
+      git(linkedScript, 'add', '.');
+      git(linkedScript, 'commit', '--quiet', '-m', 'linked compile');
+      const catalog = new GitBuildpackCatalog({ builtinDir: BUILTIN_BUILDPACKS_DIR, fetchDir });
+
+      const pack = await catalog.fetch(url, null, () => undefined);
+      const refused = await rejection(catalog.fetch(`file://${linkedScript}`, null, () => undefined));
+
+      const link = join(pack.directory, 'lib', 'passwd');
+      expect((await lstat(link)).isFile()).toBe(true);
+      expect(await readFile(link, 'utf8')).toBe('/etc/passwd');
+      expect(refused.message).toContain('it is no buildpack');
+    });
+
+    it('does not fetch submodules', async () => {
+      const other = join(root, 'other');
+      await mkdir(other);
+      git(other, 'init', '--quiet');
+      await writeFile(join(other, 'secret'), 'from the submodule\n');
+      git(other, 'add', '.');
+      git(other, 'commit', '--quiet', '-m', 'other');
+      git(repo, '-c', 'protocol.file.allow=always', 'submodule', '--quiet', 'add', `file://${other}`, 'vendor/other');
+      git(repo, 'commit', '--quiet', '-m', 'submodule');
+      const catalog = new GitBuildpackCatalog({ builtinDir: BUILTIN_BUILDPACKS_DIR, fetchDir });
+
+      const pack = await catalog.fetch(url, null, () => undefined);
+
+      expect(await readdir(join(pack.directory, 'vendor', 'other'))).toEqual([]);
+      expect(await marker(pack.directory)).toBe('v2');
     });
 
     it('refuses transports that run commands, such as ext::', async () => {

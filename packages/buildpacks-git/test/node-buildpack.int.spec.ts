@@ -219,6 +219,8 @@ describe.each(shellsToTest())('the Node.js buildpack under %s', (shell: Shell) =
       'bad-name': 'x',
       '1ABC': 'x',
       PATH: '/nowhere',
+      IFS: '/',
+      LD_PRELOAD: '/nowhere/preload.so',
       bp_build: '/elsewhere',
     });
 
@@ -229,6 +231,7 @@ describe.each(shellsToTest())('the Node.js buildpack under %s', (shell: Shell) =
     expect(result.output).toContain('Skipped 2 config file(s) whose names are not variable names');
     expect(result.output).not.toContain('S3CRET-VALUE');
     expect(result.output).not.toContain('hi there');
+    expect(result.output).not.toContain('preload');
   }, STEP_TIMEOUT_MS);
 
   it('releases `web: npm start` when npm start has something to run, and no process types otherwise', async () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { RequestRejected, type BuildpackCatalog, type InstalledBuildpack } from '@svc/core';
 import { BUILTIN_BUILDPACKS, isBuildpackDirectory, isBuildpackName, listBuildpackNames } from './buildpack-directory';
@@ -88,6 +88,7 @@ export class GitBuildpackCatalog implements BuildpackCatalog {
       return { name, directory };
     }
     await mkdir(this.fetchDir, { recursive: true });
+    await this.removeAbandoned();
     output(`-----> Fetching buildpack ${fetchedName(shown, ref)}`);
     const staging = join(this.fetchDir, `.fetch-${randomBytes(8).toString('hex')}`);
     try {
@@ -107,6 +108,20 @@ export class GitBuildpackCatalog implements BuildpackCatalog {
       throw error;
     } finally {
       await rm(staging, { recursive: true, force: true });
+    }
+  }
+
+  /**
+   * Removes what fetches cut short by a stopped controller left (staging copies, temporary
+   * HOMEs): those older than twice the time limit, which no running fetch can own.
+   */
+  private async removeAbandoned(): Promise<void> {
+    const before = Date.now() - 2 * this.timeoutMs;
+    for (const entry of await readdir(this.fetchDir)) {
+      if (!entry.startsWith('.fetch-') && !entry.startsWith('.home-')) continue;
+      const path = join(this.fetchDir, entry);
+      const info = await lstat(path).catch(() => null);
+      if (info !== null && info.mtimeMs < before) await rm(path, { recursive: true, force: true });
     }
   }
 

@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { createServer, type Socket } from 'node:net';
-import { chmod, lstat, mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, mkdtemp, readFile, readdir, rm, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RequestRejected } from '@svc/core';
@@ -190,6 +190,20 @@ describe('GitBuildpackCatalog', () => {
       expect(one).toEqual(two);
       expect(await marker(one.directory)).toBe('v1');
       expect(await readdir(fetchDir)).toHaveLength(1);
+    });
+
+    it('removes what an interrupted fetch left once it is older than twice the time limit, and nothing newer', async () => {
+      await mkdir(join(fetchDir, '.fetch-0123456789abcdef', 'bin'), { recursive: true });
+      await mkdir(join(fetchDir, '.home-old'), { recursive: true });
+      await mkdir(join(fetchDir, '.fetch-fedcba9876543210'), { recursive: true });
+      const old = new Date(Date.now() - 3 * 60_000);
+      await utimes(join(fetchDir, '.fetch-0123456789abcdef'), old, old);
+      await utimes(join(fetchDir, '.home-old'), old, old);
+      const catalog = new GitBuildpackCatalog({ builtinDir: BUILTIN_BUILDPACKS_DIR, fetchDir, timeoutMs: 60_000 });
+
+      const pack = await catalog.fetch(url, null, () => undefined);
+
+      expect((await readdir(fetchDir)).sort()).toEqual(['.fetch-fedcba9876543210', pack.directory.slice(fetchDir.length + 1)]);
     });
 
     it('refuses a repository without the bin scripts, and keeps nothing of it', async () => {

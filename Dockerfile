@@ -50,6 +50,8 @@ WORKDIR /app
 COPY --from=build /src/package.json /src/package-lock.json ./
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/packages ./packages
+# The built-in buildpacks (node, plain) that builds of pushes without a Dockerfile use.
+COPY --from=build /src/buildpacks ./buildpacks
 RUN mkdir -p /data && chown 1000:1000 /data
 USER 1000:1000
 VOLUME ["/data"]

@@ -42,6 +42,12 @@ export default tseslint.config(
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', process: 'readonly' } },
   },
   {
+    // The built-in buildpacks' helpers: CommonJS scripts run by the stack's node, writing to stdout.
+    files: ['buildpacks/**/*.js'],
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', process: 'readonly' } },
+  },
+  {
     files: ['bench/**/*.{js,mjs,ts}', '.ci/**/*.js', 'scripts/**/*.mjs'],
     rules: { 'no-console': 'off' },
     languageOptions: { globals: { require: 'readonly', process: 'readonly', console: 'readonly', module: 'writable', __dirname: 'readonly' } },

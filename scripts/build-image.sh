@@ -43,6 +43,8 @@ npm run build >/dev/null
 context="$(mktemp -d "${TMPDIR:-/tmp}/svc-image.XXXXXX")"
 trap 'rm -rf "$context"' EXIT
 cp Dockerfile package.json package-lock.json "$context/"
+# The built-in buildpacks are files the controller runs builds with.
+cp -a buildpacks "$context/"
 for dir in packages/*/; do
   name="$(basename "$dir")"
   mkdir -p "$context/packages/$name"

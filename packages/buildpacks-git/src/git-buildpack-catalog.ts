@@ -7,6 +7,9 @@ import { BUILDPACK_FETCH, fetchKey, fetchedName, isFetchableRef, isFetchableUrl,
 import { FetchFailure, fetchIntoDirectory } from './git-fetch';
 
 /** The repository's `buildpacks/` directory, where the built-in buildpacks are (from `src/` and `dist/` alike). */
+/** What each built-in buildpack's bin/detect looks for, told to a pusher whose app none detected. */
+const BUILTIN_NEEDS: Record<(typeof BUILTIN_BUILDPACKS)[number], string | null> = { node: 'a package.json', plain: null };
+
 export const BUILTIN_BUILDPACKS_DIR = resolve(__dirname, '..', '..', '..', 'buildpacks');
 
 /** Where the buildpacks are and how fetches are bounded. */
@@ -65,7 +68,7 @@ export class GitBuildpackCatalog implements BuildpackCatalog {
       if (operator.includes(name)) {
         result.push({ name, directory: join(this.operatorDir as string, name) });
       } else if (isBuildpackName(name) && (await isBuildpackDirectory(join(this.builtinDir, name)))) {
-        result.push({ name, directory: join(this.builtinDir, name) });
+        result.push({ name, directory: join(this.builtinDir, name), needs: BUILTIN_NEEDS[name] });
       }
     }
     return result;

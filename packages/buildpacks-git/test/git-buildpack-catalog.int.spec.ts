@@ -60,8 +60,8 @@ describe('GitBuildpackCatalog', () => {
       const catalog = new GitBuildpackCatalog({ builtinDir: BUILTIN_BUILDPACKS_DIR, fetchDir: join(root, 'fetched') });
 
       expect(await catalog.installed()).toEqual([
-        { name: 'node', directory: join(BUILTIN_BUILDPACKS_DIR, 'node') },
-        { name: 'plain', directory: join(BUILTIN_BUILDPACKS_DIR, 'plain') },
+        { name: 'node', directory: join(BUILTIN_BUILDPACKS_DIR, 'node'), needs: 'a package.json' },
+        { name: 'plain', directory: join(BUILTIN_BUILDPACKS_DIR, 'plain'), needs: null },
       ]);
     });
 
@@ -93,7 +93,7 @@ describe('GitBuildpackCatalog', () => {
 
       expect(await catalog.installed()).toEqual([
         { name: 'zig', directory: join(operator, 'zig') },
-        { name: 'node', directory: join(BUILTIN_BUILDPACKS_DIR, 'node') },
+        { name: 'node', directory: join(BUILTIN_BUILDPACKS_DIR, 'node'), needs: 'a package.json' },
         { name: 'plain', directory: join(operator, 'plain') },
       ]);
     });

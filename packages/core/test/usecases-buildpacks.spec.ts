@@ -212,7 +212,7 @@ describe('DeploySource with buildpacks', () => {
 
   it('answers a compile environment that cannot be made as unavailable, keeping nothing', async () => {
     const s = await setup();
-    s.compiler.failNextOpen(new Error('stack image svc/stack:latest not found'));
+    s.compiler.failNextOpen(new Error('stack image localhost/svc-stack:latest not found'));
 
     const error = await rejectionOf(s.world.useCases.deploySource.execute(s.key, 'myapp', pushed(sha(1))));
 

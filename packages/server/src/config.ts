@@ -314,7 +314,7 @@ function imageBuilds(env: Env, registry: string | null): ImageBuildSettings | nu
   if (scheduler === 'process') {
     throw new ConfigError('IMAGE_BUILDER', 'cannot be docker with SCHEDULER=process: the process scheduler runs checkouts, not images');
   }
-  const stackImage = text(env, 'STACK_IMAGE', 'svc/stack:latest');
+  const stackImage = text(env, 'STACK_IMAGE', 'localhost/svc-stack:latest');
   if (!IMAGE_REFERENCE.test(stackImage)) throw new ConfigError('STACK_IMAGE', `is not an image reference: "${stackImage}"`);
   const network = text(env, 'BUILD_NETWORK', 'none');
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(network)) throw new ConfigError('BUILD_NETWORK', `is not a network name: "${network}"`);

@@ -399,7 +399,7 @@ describe('loadConfig: image builds', () => {
 
   it('reads the builder\'s engine, stack image and limits, with their defaults', () => {
     expect(loadConfig({ SCHEDULER: 'memory', IMAGE_BUILDER: 'docker' }).imageBuilds).toEqual({
-      stackImage: 'svc/stack:latest',
+      stackImage: 'localhost/svc-stack:latest',
       timeoutMs: 600_000,
       memoryBytes: 1024 * 1024 * 1024,
       cpuShares: 512,

@@ -8,6 +8,9 @@
  *   node package-info.js has-script BUILD_DIR NAME      exit 0 when scripts[NAME] is set
  *   node package-info.js has-dev-dependencies BUILD_DIR exit 0 when devDependencies is not empty
  *   node package-info.js cache-key BUILD_DIR NPM_VERSION the hash of what decides node_modules
+ *   node package-info.js needs-npm BUILD_DIR            exit 0 when npm has work to do: a dependency
+ *                                                        of any kind, a lockfile, a build script or
+ *                                                        engines.node to check
  *   node package-info.js release BUILD_DIR              bin/release's YAML
  *
  * A package.json that is not a JSON object is refused (exit 1) with the parser's reason.
@@ -101,6 +104,18 @@ function cacheKey(buildDir, npmVersion) {
   process.stdout.write(`${hash.digest('hex')}\n`);
 }
 
+function needsNpm(buildDir) {
+  const pkg = readPackage(buildDir);
+  const dependencies = INSTALL_FIELDS.some((field) => {
+    const value = pkg[field];
+    return Array.isArray(value) ? value.length > 0 : value !== null && typeof value === 'object' && Object.keys(value).length > 0;
+  });
+  const lockfile = LOCKFILES.some((name) => existsSync(join(buildDir, name)));
+  const engine = objectField(pkg, 'engines').node;
+  const checks = engine !== undefined && engine !== null && engine !== '';
+  return dependencies || lockfile || checks || hasScript(pkg, 'build') || INSTALL_SCRIPTS.some((script) => hasScript(pkg, script));
+}
+
 function release(buildDir) {
   const pkg = readPackage(buildDir);
   // `npm start` runs scripts.start, or `node server.js` when there is none and server.js exists.
@@ -123,6 +138,8 @@ function main(argv) {
       return process.exit(Object.keys(objectField(readPackage(buildDir), 'devDependencies')).length > 0 ? 0 : 1);
     case 'cache-key':
       return cacheKey(buildDir, extra);
+    case 'needs-npm':
+      return process.exit(needsNpm(buildDir) ? 0 : 1);
     case 'release':
       return release(buildDir);
     default:

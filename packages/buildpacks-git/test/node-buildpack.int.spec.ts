@@ -115,6 +115,18 @@ describe.each(shellsToTest())('the Node.js buildpack under %s', (shell: Shell) =
     expect(await list(join(root, 'cache', 'node'))).toEqual(['inputs', 'node_modules']);
   }, STEP_TIMEOUT_MS);
 
+  it('runs no npm at all for an app with nothing to install, build or check', async () => {
+    const build = join(root, 'bare');
+    await writeApp(build, { scripts: { start: 'node server.js' } }, { 'server.js': 'console.log(1);\n' }, false);
+
+    const result = await compile(build);
+
+    expect(result.code).toBe(0);
+    expect(result.output).toContain('nothing to install');
+    expect(await npmCalls(calls)).toEqual([]);
+    expect(await list(build)).not.toContain('node_modules');
+  }, STEP_TIMEOUT_MS);
+
   it('installs with npm install when there is no lockfile', async () => {
     const build = await app(join(root, 'app'), {}, false);
 

@@ -16,6 +16,8 @@ export const TOKENS = Object.freeze({
   RandomSource: Symbol.for('svc.RandomSource'),
   Settings: Symbol.for('svc.Settings'),
   ImageBuilder: Symbol.for('svc.ImageBuilder'),
+  SourceCompiler: Symbol.for('svc.SourceCompiler'),
+  BuildpackCatalog: Symbol.for('svc.BuildpackCatalog'),
   CoreDependencies: Symbol.for('svc.CoreDependencies'),
   UseCases: Symbol.for('svc.UseCases'),
 });

@@ -1,0 +1,286 @@
+import { execFile } from 'node:child_process';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { LABELS, createEngine, unguardHostFromBridge, type Docker } from '@svc/scheduler-docker';
+import { WorkingCopy, keyPair, type KeyPair } from '../../builder-git/test/support/git-client';
+import { sandboxUnavailable } from '../../scheduler-process/test/support/sandbox';
+import { loadConfig, startServer, type RunningServer } from '../src';
+import { ApiClient, signUp, testUidRange, viaRouter, type Session } from './support';
+import { serveGitOverHttp, type GitHttpServer } from './support/git-http';
+
+jest.setTimeout(600_000);
+
+/*
+ * git push of real apps with buildpacks, as a new user would, on the process scheduler (the
+ * sandbox) and on a Docker engine: a Node.js app with an npm dependency and a lockfile and no
+ * Procfile is detected, compiled and served; a second push reuses the installed modules; a
+ * release phase that fails refuses the push with the old version serving; BUILDPACK_URL picks
+ * a buildpack from an allowed git URL and is refused for any other; a hostile buildpack's
+ * compile reaches the npm registry and nothing of this host or another app.
+ */
+
+const TEST_DOCKER_HOST = process.env.TEST_DOCKER_HOST?.trim() || null;
+
+function exec(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(command, args, { cwd, env, timeout: 180_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error) reject(new Error(`${command} ${args.join(' ')}: ${error.message}\n${stderr}`));
+      else resolve(stdout);
+    });
+  });
+}
+
+/** This machine's own non-loopback IPv4 addresses: what a build must not reach. */
+function hostAddresses(): string[] {
+  return Object.values(networkInterfaces())
+    .flat()
+    .filter((a): a is NonNullable<typeof a> => a !== undefined && a.family === 'IPv4' && !a.internal)
+    .map((a) => a.address);
+}
+
+/** A Node.js app depending on `ms` from the npm registry, with its lockfile, and no Procfile. */
+async function nodeAppWithDependency(dir: string, greeting: string): Promise<Record<string, string>> {
+  const manifest = { name: 'hello-ms', version: '1.0.0', private: true, scripts: { start: 'node server.js' }, dependencies: { ms: '2.1.3' } };
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  await exec('npm', ['install', '--package-lock-only', '--no-audit', '--no-fund', '--ignore-scripts'], dir);
+  return { 'server.js': serverJs(greeting) };
+}
+
+const serverJs = (greeting: string): string =>
+  [
+    "const ms = require('ms');",
+    `require('node:http').createServer((req, res) => res.end(${JSON.stringify(greeting)} + ' ' + ms('2 days') + '\\n')).listen(Number(process.env.PORT));`,
+    '',
+  ].join('\n');
+
+/** A web process the custom buildpacks leave in the build: prints their marker, then serves PORT. */
+const SERVE_JS = "console.log(require('fs').readFileSync('.buildpack-marker', 'utf8').trim()); require('http').createServer((q, s) => s.end('ok')).listen(Number(process.env.PORT));\n";
+
+/**
+ * A buildpack in a bare git repository under `root`: detects everything; its compile runs
+ * `compile` (sh), writes a marker and `serve.js` into the build; its release names `web: node serve.js`.
+ */
+async function buildpackRepository(root: string, name: string, compile: string): Promise<void> {
+  const work = await mkdtemp(join(tmpdir(), `svc-bp-${name}-`));
+  await mkdir(join(work, 'bin'));
+  const scripts: Record<string, string> = {
+    detect: '#!/bin/sh\necho Custom\n',
+    compile: [
+      '#!/bin/sh',
+      'set -e',
+      compile,
+      `echo "compiled by ${name}" > "$1/.buildpack-marker"`,
+      `node -e "require('fs').writeFileSync(process.argv[1] + '/serve.js', Buffer.from('${Buffer.from(SERVE_JS).toString('base64')}', 'base64'))" "$1"`,
+      '',
+    ].join('\n'),
+    release: "#!/bin/sh\nprintf -- '---\\ndefault_process_types:\\n  web: node serve.js\\n'\n",
+  };
+  for (const [file, text] of Object.entries(scripts)) {
+    await writeFile(join(work, 'bin', file), text);
+    await chmod(join(work, 'bin', file), 0o755);
+  }
+  const env = { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@example.com', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@example.com', GIT_CONFIG_NOSYSTEM: '1', HOME: work };
+  await exec('git', ['init', '-q', '-b', 'main'], work, env);
+  await exec('git', ['add', '.'], work, env);
+  await exec('git', ['commit', '-q', '-m', 'buildpack'], work, env);
+  await exec('git', ['clone', '-q', '--bare', work, join(root, `${name}.git`)], root, env);
+  await rm(work, { recursive: true, force: true });
+}
+
+/** A compile step that tries every target (`host:port`) and the npm registry, printing one line each. */
+const PROBE = (targets: string[]): string => {
+  const program = [
+    "const net = require('net');",
+    `const targets = ${JSON.stringify(targets)};`,
+    // In a container, the default gateway of the routing table is the host as the container sees it.
+    "let gateway = null; if (require('fs').existsSync('/.dockerenv')) try { const row = require('fs').readFileSync('/proc/net/route', 'utf8').split('\\n').find((l) => l.split('\\t')[1] === '00000000'); if (row) { const hex = row.split('\\t')[2]; gateway = [3, 2, 1, 0].map((i) => parseInt(hex.slice(i * 2, i * 2 + 2), 16)).join('.'); } } catch {}",
+    "const all = gateway ? [...targets, ...targets.filter((t) => t.startsWith('HOST:')).map((t) => t.replace('HOST', gateway))] : targets;",
+    "const tries = all.filter((t) => !t.startsWith('HOST:')).map((t) => new Promise((done) => { const [h, p] = t.split(':'); const s = net.connect({ host: h, port: Number(p), timeout: 3000 }); s.on('connect', () => { console.log('probe ' + t + ' REACHED'); s.destroy(); done(); }); s.on('timeout', () => { console.log('probe ' + t + ' blocked (timeout)'); s.destroy(); done(); }); s.on('error', (e) => { console.log('probe ' + t + ' blocked (' + e.code + ')'); done(); }); }));",
+    "tries.push(fetch('https://registry.npmjs.org/ms/2.1.3').then((r) => console.log('probe registry ' + r.status), (e) => console.log('probe registry failed ' + (e.cause && e.cause.code))));",
+    'Promise.all(tries);',
+  ].join('\n');
+  return `node -e "eval(Buffer.from('${Buffer.from(program).toString('base64')}', 'base64').toString())"`;
+};
+
+interface Case {
+  name: 'process' | 'docker';
+  /** Why it cannot run here; null when it can. */
+  unavailable: string | null;
+  env: () => Record<string, string>;
+}
+
+const tag = process.pid.toString(36);
+const CASES: Case[] = [
+  { name: 'process', unavailable: sandboxUnavailable(), env: () => ({ SCHEDULER: 'process', SANDBOX_UID_RANGE: testUidRange(), PROCESS_PORT_RANGE: '41000-41049' }) },
+  {
+    name: 'docker',
+    unavailable: TEST_DOCKER_HOST === null ? 'TEST_DOCKER_HOST is not set (.ci/docker-engine.sh starts an engine)' : null,
+    env: () => ({
+      SCHEDULER: 'docker',
+      DOCKER_HOST: TEST_DOCKER_HOST ?? '',
+      DOCKER_NETWORK: `svc-bp-${tag}`,
+      DOCKER_BRIDGE: `svcbp${tag}`.slice(0, 15),
+      DOCKER_INSTANCE: `bp-${tag}`,
+    }),
+  },
+];
+
+describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name, unavailable, env }) => {
+  if (unavailable !== null && process.env.CI !== 'true') {
+    it.skip(`not run: ${unavailable}`, () => undefined);
+    return;
+  }
+  let root: string;
+  let git: GitHttpServer;
+  let server: RunningServer;
+  let alice: Session;
+  let key: KeyPair;
+  const app = `bp${name.slice(0, 3)}-${tag}`;
+  const other = `bpo${name.slice(0, 3)}-${tag}`;
+  let copy: WorkingCopy;
+  const push = async (): Promise<{ code: number; output: string }> => {
+    const outcome = await copy.git(['push', 'svc', 'main']);
+    return { code: outcome.code ?? -1, output: `${outcome.stdout}${outcome.stderr}` };
+  };
+  const releases = async (id: string): Promise<number> => (await alice.api.get<{ count: number }>(`/v1/apps/${id}/releases/`)).body.count;
+  const served = async (id: string): Promise<string> => {
+    const answer = await viaRouter(server.routerPort ?? 0, id);
+    return answer.status === 200 ? answer.text : `${answer.status} ${answer.text}`;
+  };
+
+  beforeAll(async () => {
+    if (unavailable !== null) throw new Error(`the ${name} scheduler cannot run here under CI=true: ${unavailable}`);
+    root = await mkdtemp(join(tmpdir(), `svc-bp-e2e-${name}-`));
+    await mkdir(join(root, 'repos'));
+    git = await serveGitOverHttp(join(root, 'repos'));
+    server = await startServer(
+      loadConfig({
+        ...env(),
+        DATA_DIR: join(root, 'data'),
+        GIT_SSH_PORT: '0',
+        ROUTER_PORT: '0',
+        ROUTER_WORKERS: '0',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        LOG_LEVEL: 'silent',
+        HEALTHCHECK_TIMEOUT: '60',
+        BUILDPACK_URL_ALLOW: git.url,
+        RELEASE_PHASE_TIMEOUT_SECONDS: '20',
+      }),
+      pino({ level: 'silent' }),
+    );
+    alice = await signUp(new ApiClient(server.url), `alice${name}`);
+    key = await keyPair(root, 'alice');
+    expect((await alice.api.post('/v1/keys/', { id: 'laptop', public: key.publicKey })).status).toBe(201);
+    for (const id of [app, other]) expect((await alice.api.post('/v1/apps/', { id })).status).toBe(201);
+    copy = await WorkingCopy.init(join(root, 'app'), join(root, 'home'), key);
+    await copy.expectGit(['remote', 'add', 'svc', `ssh://git@127.0.0.1:${server.gitPort as number}/${app}.git`]);
+  });
+
+  afterAll(async () => {
+    for (const id of [app, other]) await alice?.api.delete(`/v1/apps/${id}/`).catch(() => undefined);
+    await server?.close();
+    await git?.close();
+    if (name === 'docker' && TEST_DOCKER_HOST !== null) {
+      const docker: Docker = createEngine(TEST_DOCKER_HOST);
+      const values = env();
+      const left = await docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${values.DOCKER_INSTANCE}`] } });
+      await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+      await docker.getNetwork(values.DOCKER_NETWORK as string).remove().catch(() => undefined);
+      await unguardHostFromBridge(values.DOCKER_BRIDGE as string);
+    }
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  it('builds a Node.js app with an npm dependency and a lockfile, no Procfile, and the router serves it', async () => {
+    await copy.commit(await nodeAppWithDependency(copy.dir, 'hello v1'), 'first version');
+    const first = await push();
+    expect(first.output).toContain('Node.js app detected');
+    expect(first.output).toContain('Running npm ci (package-lock.json)');
+    expect(first.code).toBe(0);
+    expect(await served(app)).toBe('hello v1 172800000\n');
+    const structure = (await alice.api.get<{ structure: Record<string, number> }>(`/v1/apps/${app}/`)).body.structure;
+    expect(structure).toEqual({ web: 1 });
+  });
+
+  it('pushes again with one file changed: the installed modules come from the build cache', async () => {
+    await copy.commit({ 'server.js': serverJs('hello v2') }, 'second version');
+    const second = await push();
+    expect(second.code).toBe(0);
+    expect(second.output).toContain('Restoring node_modules from the build cache');
+    expect(second.output).not.toContain('Running npm ci');
+    expect(await served(app)).toBe('hello v2 172800000\n');
+  });
+
+  it('runs a release phase before the new version starts; one that fails refuses the push and the old version keeps serving', async () => {
+    await copy.commit({ Procfile: 'web: npm start\nrelease: echo migrating the database && echo "release saw $GREETING"\n', 'server.js': serverJs('hello v3') }, 'release phase');
+    expect((await alice.api.post(`/v1/apps/${app}/config/`, { values: { GREETING: 'hi' } })).status).toBe(201);
+    const good = await push();
+    expect(good.code).toBe(0);
+    expect(good.output).toContain('migrating the database');
+    expect(good.output).toContain('release saw hi');
+    expect(await served(app)).toBe('hello v3 172800000\n');
+    const logs = await alice.api.get(`/v1/apps/${app}/logs/`);
+    expect(logs.text).toContain('migrating the database');
+    // release is never a process type with containers.
+    expect((await alice.api.get<{ structure: Record<string, number> }>(`/v1/apps/${app}/`)).body.structure).toEqual({ web: 1 });
+
+    const before = await releases(app);
+    await copy.commit({ Procfile: 'web: npm start\nrelease: echo the migration broke >&2; exit 1\n', 'server.js': serverJs('hello v4') }, 'failing release phase');
+    const bad = await push();
+    expect(bad.code).not.toBe(0);
+    expect(bad.output).toContain('the migration broke');
+    expect(bad.output).toMatch(/exit(ed)? (with )?(code |status )?1/i);
+    expect(await releases(app)).toBe(before);
+    expect(await served(app)).toBe('hello v3 172800000\n');
+    await copy.expectGit(['reset', '-q', '--hard', 'HEAD~1']);
+  });
+
+  it('uses the buildpack BUILDPACK_URL names at an allowed git URL, and refuses any other URL', async () => {
+    await buildpackRepository(join(root, 'repos'), 'custom', 'echo "custom buildpack compiling"');
+    const refused = await alice.api.post(`/v1/apps/${other}/config/`, { values: { BUILDPACK_URL: 'https://example.com/evil.git' } });
+    expect(refused.status).toBe(201);
+    const otherCopy = await WorkingCopy.init(join(root, 'other'), join(root, 'home'), key);
+    await otherCopy.expectGit(['remote', 'add', 'svc', `ssh://git@127.0.0.1:${server.gitPort as number}/${other}.git`]);
+    await otherCopy.commit({ 'README.md': 'nothing to install\n' }, 'first');
+    const denied = await otherCopy.git(['push', 'svc', 'main']);
+    expect(denied.code).not.toBe(0);
+    expect(`${denied.stdout}${denied.stderr}`).toContain('BUILDPACK_URL_ALLOW');
+    expect(await releases(other)).toBe(2);
+
+    expect((await alice.api.post(`/v1/apps/${other}/config/`, { values: { BUILDPACK_URL: `${git.url}custom.git#main` } })).status).toBe(201);
+    const allowed = await otherCopy.git(['push', 'svc', 'main']);
+    expect(`${allowed.stdout}${allowed.stderr}`).toContain('custom buildpack compiling');
+    expect(allowed.code).toBe(0);
+    const logs = await alice.api.get(`/v1/apps/${other}/logs/?log_lines=50`);
+    expect(logs.text).toContain('compiled by custom');
+  });
+
+  it('gives a hostile compile step the npm registry and nothing of this host or another app', async () => {
+    const api = Number(new URL(server.url).port);
+    const targets = [`127.0.0.1:5432`, `127.0.0.1:${api}`, `127.0.0.1:${server.gitPort as number}`, ...hostAddresses().flatMap((a) => [`${a}:5432`, `${a}:${api}`]), 'HOST:5432', `HOST:${api}`];
+    // The first app serves on its port range (process) or its container address (docker).
+    if (name === 'process') for (let port = 41000; port < 41050; port++) targets.push(`127.0.0.1:${port}`);
+    else {
+      const docker = createEngine(TEST_DOCKER_HOST as string);
+      const [web] = await docker.listContainers({ filters: { label: [`${LABELS.app}=${app}`] } });
+      const networks = web ? Object.values((await docker.getContainer(web.Id).inspect()).NetworkSettings.Networks) : [];
+      for (const network of networks) targets.push(`${network.IPAddress}:5000`, `${network.IPAddress}:8080`);
+      expect(networks.length).toBeGreaterThan(0);
+    }
+    await buildpackRepository(join(root, 'repos'), 'hostile', PROBE(targets));
+    expect((await alice.api.post(`/v1/apps/${other}/config/`, { values: { BUILDPACK_URL: `${git.url}hostile.git` } })).status).toBe(201);
+    const otherCopy = new WorkingCopy(join(root, 'other'), join(root, 'home'), key);
+    await otherCopy.commit({ 'README.md': 'probe\n' }, 'probe');
+    const outcome = await otherCopy.git(['push', 'svc', 'main']);
+    const output = `${outcome.stdout}${outcome.stderr}`;
+    expect(output).toContain('probe registry 200');
+    const probes = output.split('\n').filter((line) => /probe \S+:\d+ /.test(line));
+    expect(probes.length).toBeGreaterThanOrEqual(targets.filter((t) => !t.startsWith('HOST:')).length);
+    expect(probes.filter((line) => line.includes('REACHED'))).toEqual([]);
+    expect(outcome.code).toBe(0);
+  });
+});

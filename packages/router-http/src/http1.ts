@@ -104,6 +104,22 @@ const STATUS = /^[1-9][0-9]{2}$/;
 /** Headers that describe one connection, never passed on as they are. */
 export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 
+/**
+ * Headers the router passes on whatever a `Connection` header lists: `Host` names the app the
+ * request was routed to, and `Content-Length` frames the body that follows. Dropping either
+ * because a client (or a process) listed it would send the process a request other than the
+ * one routed, or a body it reads as the next request.
+ */
+export const KEPT_WHATEVER_CONNECTION_LISTS: ReadonlySet<string> = new Set(['host', 'content-length']);
+
+/** The names a message's `Connection` headers list as hop-by-hop, less those always kept; null without any. */
+export function connectionListed(names: readonly string[] | null): Set<string> | null {
+  if (names === null) return null;
+  const listed = new Set(names);
+  for (const kept of KEPT_WHATEVER_CONNECTION_LISTS) listed.delete(kept);
+  return listed;
+}
+
 /** The same test as `HOP_BY_HOP.has(lower)`, without hashing a string made for one request. */
 export function isHopByHop(lower: string): boolean {
   switch (lower) {
@@ -303,7 +319,7 @@ export function parseRequestHead(text: string): RequestHead {
     if (codings.length !== 1 || codings[0] !== 'chunked') throw new HttpError(400, 'unsupported Transfer-Encoding');
     chunked = true;
   }
-  const listed = connection === null ? null : new Set(connection);
+  const listed = connectionListed(connection);
   const keepAlive = minor === 1 ? listed?.has('close') !== true : listed?.has('keep-alive') === true && listed.has('close') !== true;
   return {
     method,
@@ -355,7 +371,7 @@ export function parseResponseHead(text: string): ResponseHead {
     if (!chunked) close = true;
     length = -1;
   }
-  const listed = connection === null ? null : new Set(connection);
+  const listed = connectionListed(connection);
   if (listed?.has('close') === true || (minor === 0 && listed?.has('keep-alive') !== true)) close = true;
   return { minor, status: Number(code), reason, fields, length, chunked, close, listed };
 }

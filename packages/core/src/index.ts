@@ -12,6 +12,7 @@ export * from './ports/observers';
 export * from './version/policy';
 export * from './rules/apps';
 export * from './rules/config';
+export * from './rules/connections';
 export * from './rules/domains';
 export * from './rules/fields';
 export * from './rules/limits';

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
-import { HOP_BY_HOP as CONNECTION_HEADERS, connectionListed } from './http1';
+import { connectionListed } from './connection-header';
+import { HOP_BY_HOP as CONNECTION_HEADERS } from './http1';
 import { normalized } from './limits';
 
 /** Headers that describe one connection, not the message: never passed on as they are. */

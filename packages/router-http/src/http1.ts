@@ -5,6 +5,7 @@
  * a message's length one way while the process behind it reads it another is how requests
  * are smuggled.
  */
+import { connectionListed } from './connection-header';
 
 /** A message the relay refuses, with the status to answer (400, 431; 502 for a process's answer). */
 export class HttpError extends Error {
@@ -103,22 +104,6 @@ const STATUS = /^[1-9][0-9]{2}$/;
 
 /** Headers that describe one connection, never passed on as they are. */
 export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
-
-/**
- * Headers the router passes on whatever a `Connection` header lists: `Host` names the app the
- * request was routed to, and `Content-Length` frames the body that follows. Dropping either
- * because a client (or a process) listed it would send the process a request other than the
- * one routed, or a body it reads as the next request.
- */
-export const KEPT_WHATEVER_CONNECTION_LISTS: ReadonlySet<string> = new Set(['host', 'content-length']);
-
-/** The names a message's `Connection` headers list as hop-by-hop, less those always kept; null without any. */
-export function connectionListed(names: readonly string[] | null): Set<string> | null {
-  if (names === null) return null;
-  const listed = new Set(names);
-  for (const kept of KEPT_WHATEVER_CONNECTION_LISTS) listed.delete(kept);
-  return listed;
-}
 
 /** The same test as `HOP_BY_HOP.has(lower)`, without hashing a string made for one request. */
 export function isHopByHop(lower: string): boolean {

@@ -1,5 +1,6 @@
 import { endToEnd } from '../src/headers';
-import { ChunkedScanner, HOP_BY_HOP, HttpError, bodilessAnswer, connectionListed, headEnd, isHopByHop, parseRequestHead, parseResponseHead } from '../src/http1';
+import { connectionListed } from '../src/connection-header';
+import { ChunkedScanner, HOP_BY_HOP, HttpError, bodilessAnswer, headEnd, isHopByHop, parseRequestHead, parseResponseHead } from '../src/http1';
 
 /** The head of a request as the relay hands it to the parser: without its final empty line. */
 const head = (...lines: string[]): string => lines.join('\r\n');

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { Server, utils, type AuthContext, type ClientInfo, type Connection, type ServerChannel, type Session } from 'ssh2';
-import { DomainError } from '@svc/core';
+import { ConnectionLedger, DomainError } from '@svc/core';
 import { SourceBuilder, type GitLogger, type GitUseCases, type Push } from './builder';
 import { parseGitCommand } from './command';
 import { HOOK_PROGRAM, HOOK_VARIABLES, HookEndpoint } from './hook';
@@ -33,8 +33,10 @@ export interface GitServerOptions {
   authTimeoutMs?: number;
   /** Open connections in all; one more is closed at once. Default unlimited. */
   maxConnections?: number;
-  /** Open connections from one client address; one more is closed at once. Default unlimited. */
+  /** Open connections from one client address (an IPv6 /64 counts as one); one more is closed at once. Default unlimited. */
   maxConnectionsPerAddress?: number;
+  /** The last places of `maxConnections`, for clients that hold no connection yet (ConnectionCaps). Default none. */
+  reservedConnections?: number;
 }
 
 /** Who a connection authenticated as. */
@@ -96,8 +98,7 @@ export class GitServer {
   private readonly authTimeoutMs: number;
   /** Accepts TCP connections, counts them, and hands those it admits to the SSH server. */
   private readonly tcp: NetServer;
-  private readonly perAddress = new Map<string, number>();
-  private open = 0;
+  private readonly ledger: ConnectionLedger;
   /** Sockets admitted but not yet authenticated, by `<address>:<port>`, with the timer that ends them. */
   private readonly unauthenticated = new Map<string, { socket: Socket; timer: NodeJS.Timeout }>();
   private closing: Promise<void> | null = null;
@@ -108,6 +109,11 @@ export class GitServer {
     this.builder = new SourceBuilder(options.useCases, this.store, this.logger, options.appUrl ?? (() => null));
     this.nodePath = options.nodePath ?? process.execPath;
     this.authTimeoutMs = options.authTimeoutMs ?? 60_000;
+    this.ledger = new ConnectionLedger({
+      maxConnections: options.maxConnections ?? Infinity,
+      maxConnectionsPerAddress: options.maxConnectionsPerAddress ?? Infinity,
+      reservedConnections: options.reservedConnections ?? 0,
+    });
     // Hook sockets live in a directory only this process's user may enter (Unix socket paths must stay short).
     this.hookDir = mkdtempSync(join(tmpdir(), 'svc-git-'));
     this.server = new Server({ hostKeys: [options.hostKey], ident: 'svc-git' }, (client, info) => this.accept(client, info));
@@ -115,31 +121,30 @@ export class GitServer {
   }
 
   /**
-   * Counts the connection in all and per client address and closes it at once past either
-   * limit; an admitted connection has `authTimeoutMs` to authenticate (a client that never
-   * even sends its SSH version line included), then goes to the SSH server.
+   * Counts the connection in all and per client (ConnectionLedger: the reserved last places
+   * go to clients holding none) and closes it at once past a limit; an admitted connection
+   * has `authTimeoutMs` to authenticate (a client that never even sends its SSH version line
+   * included), then goes to the SSH server.
    */
   private admit(socket: Socket): void {
     const address = socket.remoteAddress ?? '';
-    const mine = this.perAddress.get(address) ?? 0;
-    const { maxConnections = Infinity, maxConnectionsPerAddress = Infinity } = this.options;
-    if (this.closing !== null || this.open >= maxConnections || mine >= maxConnectionsPerAddress) {
-      if (this.closing === null) this.logger.warn({ client: address, open: this.open, fromAddress: mine }, 'git connection refused: too many open');
+    if (this.closing !== null) {
       socket.destroy();
       return;
     }
-    this.open += 1;
-    this.perAddress.set(address, mine + 1);
+    const admitted = this.ledger.admit(address);
+    if ('refused' in admitted) {
+      this.logger.warn({ client: address, open: this.ledger.open, fromAddress: this.ledger.openFrom(address), reason: admitted.refused }, 'git connection refused: too many open');
+      socket.destroy();
+      return;
+    }
     const key = `${address}:${socket.remotePort ?? ''}`;
     const timer = setTimeout(() => socket.destroy(), this.authTimeoutMs);
     this.unauthenticated.set(key, { socket, timer });
     socket.once('close', () => {
       clearTimeout(timer);
       if (this.unauthenticated.get(key)?.socket === socket) this.unauthenticated.delete(key);
-      this.open -= 1;
-      const left = (this.perAddress.get(address) ?? 1) - 1;
-      if (left > 0) this.perAddress.set(address, left);
-      else this.perAddress.delete(address);
+      admitted.release();
     });
     // A client that resets the connection is not the server's problem.
     socket.on('error', () => undefined);

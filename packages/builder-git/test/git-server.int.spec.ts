@@ -514,3 +514,64 @@ describe('GitServer connection limits', () => {
     expect(waited).toBeLessThan(15_000);
   });
 });
+
+/** The git server's total against many client addresses (127.0.0.10 … 127.0.0.29, and 127.0.0.2 arriving last). */
+describe('GitServer connection caps against many addresses', () => {
+  let root: string;
+  let server: GitServer;
+  let port: number;
+  let key: KeyPair;
+  const held: Socket[] = [];
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'svc-git-many-'));
+    const controller = new FakeController();
+    await controller.user('root');
+    const alice = await controller.user('alice');
+    key = await keyPair(root, 'alice');
+    await controller.useCases.addKey.execute(alice, { id: 'laptop', public: key.publicKey });
+    server = new GitServer({
+      useCases: controller.useCases,
+      repositories: join(root, 'git'),
+      builds: join(root, 'builds'),
+      hostKey: loadOrCreateHostKey(join(root, 'ssh_host_ed25519_key')).privateKey,
+      maxConnections: 30,
+      maxConnectionsPerAddress: 3,
+      reservedConnections: 24,
+      authTimeoutMs: 30_000,
+    });
+    port = (await server.listen(0, '127.0.0.1')).port;
+  });
+
+  afterAll(async () => {
+    for (const socket of held) socket.destroy();
+    await server?.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  /** Whether the server greets a connection from `localAddress` with its SSH version line; the connection is kept open when it does. */
+  const greeted = (localAddress: string): Promise<boolean> =>
+    new Promise((done) => {
+      const socket = connect({ host: '127.0.0.1', port, localAddress });
+      socket.on('error', () => done(false));
+      socket.once('close', () => done(false));
+      socket.once('data', (data: Buffer) => {
+        held.push(socket);
+        done(data.toString('latin1').startsWith('SSH-2.0-'));
+      });
+    });
+
+  it('20 addresses each opening all they may get one reserved place each past the shared ones; a newcomer and a real ssh client still get in', async () => {
+    let admitted = 0;
+    for (let a = 10; a < 30; a++) {
+      for (let n = 0; n < 3; n++) if (await greeted(`127.0.0.${a}`)) admitted += 1;
+    }
+
+    // Two addresses fill the 6 shared places; each of the 18 others gets one of the 24 reserved.
+    expect(admitted).toBe(6 + 18);
+    expect(await greeted('127.0.0.2')).toBe(true);
+    // A real ssh client from yet another address is served too.
+    const outcome = await run('ssh', [...sshArgs(key, port), '-b', '127.0.0.3', 'git@127.0.0.1', 'true']);
+    expect(outcome.stderr).toContain('only accepts git push');
+  });
+});

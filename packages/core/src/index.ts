@@ -13,6 +13,7 @@ export * from './version/policy';
 export * from './rules/apps';
 export * from './rules/buildpacks';
 export * from './rules/config';
+export * from './rules/connections';
 export * from './rules/domains';
 export * from './rules/fields';
 export * from './rules/limits';

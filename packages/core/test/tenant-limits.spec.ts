@@ -113,6 +113,62 @@ describe('quotas in the use cases', () => {
   });
 });
 
+describe('quotas under concurrency and on first deploys', () => {
+  it('the process a first deploy starts by default counts against processes per user: past it, refused with nothing recorded or running', async () => {
+    const world = new World({ quotas: quotas({ processesPerUser: 2 }) });
+    const alice = await world.actor('alice');
+    await world.deployedApp(alice, 'one');
+    await world.deployedApp(alice, 'two', { worker: 'node worker.js' });
+    await world.app(alice, 'three');
+    const builds = world.uow.snapshot().builds.length;
+
+    const error = await rejectionOf(world.useCases.createBuild.execute(alice, 'three', { image: 'example/three:v1', procfile: { web: 'serve' } }));
+
+    expect(error).toMatchObject({ code: 'QUOTA.EXCEEDED', quota: 'processes_per_user', limit: 2 });
+    expect(world.releaseVersions('three')).toEqual([1]);
+    expect(world.uow.snapshot().builds.length).toBe(builds);
+    expect(world.recordedContainers('three')).toEqual([]);
+    expect(world.runningContainers('three')).toEqual([]);
+    expect(world.uow.snapshot().apps.find((a) => a.id === 'three')?.structure).toEqual({});
+    // Scaling one app down frees the place for the first deploy.
+    await world.useCases.scaleApp.execute(alice, 'one', { web: 0 });
+    await expect(world.useCases.createBuild.execute(alice, 'three', { image: 'example/three:v1', procfile: { web: 'serve' } })).resolves.toBeDefined();
+  });
+
+  it('concurrent first deploys of 12 apps against processes per user of 5: exactly 5 run, the others are refused and leave nothing', async () => {
+    const world = new World({ quotas: quotas({ processesPerUser: 5 }) });
+    const alice = await world.actor('alice');
+    for (let i = 0; i < 12; i++) await world.app(alice, `app-${i}`);
+
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 12 }, (_, i) => world.useCases.createBuild.execute(alice, `app-${i}`, { image: `example/app-${i}:v1`, procfile: { web: 'serve' } })),
+    );
+
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(5);
+    for (const outcome of outcomes) if (outcome.status === 'rejected') expect(outcome.reason).toMatchObject({ quota: 'processes_per_user' });
+    const structures = world.uow.snapshot().apps.map((a) => a.structure.web ?? 0);
+    expect(structures.reduce((sum, n) => sum + n, 0)).toBe(5);
+    expect(world.uow.snapshot().containers).toHaveLength(5);
+    expect(world.scheduler.running()).toHaveLength(5);
+  });
+
+  it('concurrent scales of different apps against processes per user: the total is exactly the quota', async () => {
+    const world = new World({ quotas: quotas({ processesPerUser: 14 }) });
+    const alice = await world.actor('alice');
+    for (let i = 0; i < 10; i++) await world.deployedApp(alice, `app-${i}`);
+
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 10 }, (_, i) => world.useCases.scaleApp.execute(alice, `app-${i}`, { web: 3 })),
+    );
+
+    // 10 running, each scale adds 2: two succeed (14), the rest would pass it.
+    expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(2);
+    const total = world.uow.snapshot().apps.reduce((sum, a) => sum + (a.structure.web ?? 0), 0);
+    expect(total).toBe(14);
+    expect(world.scheduler.running()).toHaveLength(14);
+  });
+});
+
 describe('log followers', () => {
   it('each user holds at most logFollowersPerUser streams; closing one frees a place; others are not affected', async () => {
     const world = new World({ logFollowersPerUser: 2 });

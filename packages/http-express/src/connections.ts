@@ -1,12 +1,15 @@
 import type { Server as HttpServer, ServerOptions } from 'node:http';
 import type { Server, Socket } from 'node:net';
+import { ConnectionLedger, type ConnectionCaps } from '@svc/core';
 
 /** How many connections a server takes, and how long it waits for slow or idle ones. */
 export interface ConnectionLimits {
   /** Open connections in all. */
   maxConnections: number;
-  /** Open connections from one client address. */
+  /** Open connections from one client address (an IPv6 /64 counts as one). */
   maxConnectionsPerAddress: number;
+  /** The last places of the total, for clients that hold no connection yet (see ConnectionCaps). */
+  reservedConnections: number;
   /** Time to receive a request's headers, from the connection or the previous response on. */
   headersTimeoutMs: number;
   /** Time to receive a whole request (not to answer it: log streams may last). */
@@ -38,34 +41,31 @@ export function timeoutOptions(limits: ConnectionLimits): ServerOptions {
 }
 
 /**
- * Counts a server's open connections, in all and per client address (the peer's: a proxy
- * in front counts as one client), and answers one past either limit at once with a short
- * HTTP refusal (429 for its address, 503 in all) and closes it, before any of its bytes are
- * read: one client holding many idle or slow connections cannot take the places of others.
+ * Counts a server's open connections, in all and per client (the peer's address, an IPv6 /64
+ * as one: a proxy in front counts as one client), and answers one past a limit at once with
+ * a short HTTP refusal (429 for its address, 503 in all) and closes it, before any of its
+ * bytes are read: one client holding many idle or slow connections cannot take the places of
+ * others, and the reserved last places go only to clients holding none, so that a few dozen
+ * addresses at their cap cannot take the server from everyone.
  */
-export function limitConnections(server: Server | HttpServer, limits: Pick<ConnectionLimits, 'maxConnections' | 'maxConnectionsPerAddress'>, refused?: RefusalListener): void {
-  const perAddress = new Map<string, number>();
-  let total = 0;
+export function limitConnections(
+  server: Server | HttpServer,
+  limits: Pick<ConnectionLimits, 'maxConnections' | 'maxConnectionsPerAddress'> & Partial<Pick<ConnectionCaps, 'reservedConnections'>>,
+  refused?: RefusalListener,
+): void {
+  const ledger = new ConnectionLedger({ reservedConnections: 0, ...limits });
   // Ahead of node:http's own listener, so that a refused socket is never parsed.
   server.prependListener('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '';
-    const mine = perAddress.get(address) ?? 0;
-    if (total >= limits.maxConnections || mine >= limits.maxConnectionsPerAddress) {
-      const reason = mine >= limits.maxConnectionsPerAddress ? 'address' : 'total';
-      socket.end(reason === 'address' ? TOO_MANY_FROM_ADDRESS : TOO_MANY);
+    const admitted = ledger.admit(address);
+    if ('refused' in admitted) {
+      socket.end(admitted.refused === 'address' ? TOO_MANY_FROM_ADDRESS : TOO_MANY);
       socket.once('finish', () => socket.destroy());
       // A client that does not read must not hold the socket open either.
       socket.setTimeout(1000, () => socket.destroy());
-      refused?.(reason, address);
+      refused?.(admitted.refused, address);
       return;
     }
-    total += 1;
-    perAddress.set(address, mine + 1);
-    socket.once('close', () => {
-      total -= 1;
-      const left = (perAddress.get(address) ?? 1) - 1;
-      if (left > 0) perAddress.set(address, left);
-      else perAddress.delete(address);
-    });
+    socket.once('close', admitted.release);
   });
 }

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import { connectionListed } from './connection-header';
 import { HOP_BY_HOP as CONNECTION_HEADERS } from './http1';
 import { normalized } from './limits';
 
@@ -9,16 +10,15 @@ const HOP_BY_HOP = new Set([
   'expect',
 ]);
 
-/** The header names a `Connection` header lists, which are hop-by-hop too. */
+/** The header names a `Connection` header lists, which are hop-by-hop too (never Host nor Content-Length). */
 function listedInConnection(headers: IncomingHttpHeaders): Set<string> {
   const value = headers.connection;
   const text = Array.isArray(value) ? value.join(',') : (value ?? '');
-  return new Set(
-    text
-      .split(',')
-      .map((name) => name.trim().toLowerCase())
-      .filter((name) => name !== ''),
-  );
+  const names = text
+    .split(',')
+    .map((name) => name.trim().toLowerCase())
+    .filter((name) => name !== '');
+  return connectionListed(names) ?? new Set();
 }
 
 /** The end-to-end headers of a message: everything but the hop-by-hop ones. */

@@ -5,6 +5,7 @@
  * a message's length one way while the process behind it reads it another is how requests
  * are smuggled.
  */
+import { connectionListed } from './connection-header';
 
 /** A message the relay refuses, with the status to answer (400, 431; 502 for a process's answer). */
 export class HttpError extends Error {
@@ -303,7 +304,7 @@ export function parseRequestHead(text: string): RequestHead {
     if (codings.length !== 1 || codings[0] !== 'chunked') throw new HttpError(400, 'unsupported Transfer-Encoding');
     chunked = true;
   }
-  const listed = connection === null ? null : new Set(connection);
+  const listed = connectionListed(connection);
   const keepAlive = minor === 1 ? listed?.has('close') !== true : listed?.has('keep-alive') === true && listed.has('close') !== true;
   return {
     method,
@@ -355,7 +356,7 @@ export function parseResponseHead(text: string): ResponseHead {
     if (!chunked) close = true;
     length = -1;
   }
-  const listed = connection === null ? null : new Set(connection);
+  const listed = connectionListed(connection);
   if (listed?.has('close') === true || (minor === 0 && listed?.has('keep-alive') !== true)) close = true;
   return { minor, status: Number(code), reason, fields, length, chunked, close, listed };
 }

@@ -1,3 +1,5 @@
+import { endToEnd } from '../src/headers';
+import { connectionListed } from '../src/connection-header';
 import { ChunkedScanner, HOP_BY_HOP, HttpError, bodilessAnswer, headEnd, isHopByHop, parseRequestHead, parseResponseHead } from '../src/http1';
 
 /** The head of a request as the relay hands it to the parser: without its final empty line. */
@@ -211,5 +213,26 @@ describe('ChunkedScanner', () => {
   it('refuses extensions and trailers beyond their bound', () => {
     expect(() => new ChunkedScanner().scan(Buffer.from(`1;${'x'.repeat(20_000)}\r\n`))).toThrow(HttpError);
     expect(() => new ChunkedScanner().scan(Buffer.from(`0\r\n${'X-A: 1\r\n'.repeat(3000)}\r\n`))).toThrow(HttpError);
+  });
+});
+
+describe('Connection never drops Host nor Content-Length', () => {
+  it('connectionListed leaves them out of the names a Connection header makes hop-by-hop', () => {
+    expect(connectionListed(['keep-alive', 'host', 'content-length', 'x-other'])).toEqual(new Set(['keep-alive', 'x-other']));
+    expect(connectionListed(null)).toBeNull();
+  });
+
+  it('a parsed request head lists neither, whatever case or header it came in', () => {
+    const head = parseRequestHead('GET / HTTP/1.1\r\nHost: a.test\r\nConnection: HOST, Keep-Alive\r\nConnection: Content-Length\r\nContent-Length: 0');
+    expect(head.listed).toEqual(new Set(['keep-alive']));
+    expect(head.host).toBe('a.test');
+  });
+
+  it('the node:http path (WebSocket handshakes) keeps Host and Content-Length too', () => {
+    expect(endToEnd({ host: 'a.test', connection: 'host, content-length, x-other', 'content-length': '3', 'x-other': '1', accept: '*/*' })).toEqual({
+      host: 'a.test',
+      'content-length': '3',
+      accept: '*/*',
+    });
   });
 });

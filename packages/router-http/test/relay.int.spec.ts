@@ -244,6 +244,54 @@ describe('the relay', () => {
       expect(await readUntil(socket, () => false)).toMatch(/^HTTP\/1\.1 400 /);
     });
 
+    const hostListed: Array<[string, string]> = [
+      ['Connection: Host', 'Connection: Host\r\n'],
+      ['Connection: keep-alive, HOST', 'Connection: keep-alive, HOST\r\n'],
+      ['Host in a second Connection header', 'Connection: keep-alive\r\nConnection: x-other,host\r\n'],
+    ];
+
+    it.each(hostListed)('keeps Host whatever Connection lists (%s): the process gets the request for the routed app, Host included', async (_what, connection) => {
+      const process = await rawProcess(() => 'HTTP/1.1 204 No Content\r\n\r\n');
+      servers.push(process.server);
+      routes.set('raw.svc.test', 'raw', [{ host: '127.0.0.1', port: process.port }]);
+      const socket = await client();
+      socket.write(`GET /mine HTTP/1.1\r\nHost: raw.svc.test\r\n${connection}X-Other: 1\r\n\r\n`);
+
+      expect(await readUntil(socket, (text) => text.includes('\r\n\r\n'))).toMatch(/^HTTP\/1\.1 204 /);
+
+      const forwarded = process.read.join('');
+      expect(forwarded).toMatch(/^GET \/mine HTTP\/1\.1\r\n/);
+      expect(forwarded).toMatch(/\r\nHost: raw\.svc\.test\r\n/);
+      expect(forwarded).toMatch(/\r\nX-Forwarded-Host: raw\.svc\.test\r\n/);
+      // Other names it lists are still dropped as hop-by-hop.
+      if (connection.includes('x-other')) expect(forwarded).not.toMatch(/\r\nX-Other:/i);
+    });
+
+    it('keeps Content-Length when Connection lists it: the body stays a body, nothing is smuggled after it', async () => {
+      const socket = await client();
+      const smuggled = 'GET /smuggled HTTP/1.1\r\nHost: myapp.svc.test\r\n\r\n';
+      socket.write(`POST /upload HTTP/1.1\r\nHost: myapp.svc.test\r\nConnection: content-length\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`);
+
+      await readUntil(socket, (text) => answersIn(text) === 1);
+      await pause(100);
+
+      expect(app.seen.map((s) => [s.method, s.url, s.body])).toEqual([['POST', '/upload', smuggled]]);
+      expect(app.seen[0]?.headers['content-length']).toBe(String(smuggled.length));
+    });
+
+    it("keeps a process's Content-Length when its Connection header lists it, so the client can frame the answer", async () => {
+      const process = await rawProcess(() => 'HTTP/1.1 200 OK\r\nConnection: Content-Length\r\nContent-Length: 5\r\n\r\nhello');
+      servers.push(process.server);
+      routes.set('raw.svc.test', 'raw', [{ host: '127.0.0.1', port: process.port }]);
+      const socket = await client();
+      socket.write('GET / HTTP/1.1\r\nHost: raw.svc.test\r\n\r\n');
+
+      const raw = await readUntil(socket, (text) => text.endsWith('hello'));
+
+      expect(raw).toMatch(/\r\nContent-Length: 5\r\n/);
+      expect(answersIn(raw)).toBe(1);
+    });
+
     it('answers 502 to a process\'s malformed answer', async () => {
       const process = await rawProcess(() => 'HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab');
       servers.push(process.server);

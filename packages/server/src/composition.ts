@@ -126,6 +126,8 @@ export interface GitSetup {
   /** Open connections in all, and from one client address. */
   maxConnections?: number;
   maxConnectionsPerAddress?: number;
+  /** The last places of `maxConnections`, for clients holding no connection yet. */
+  reservedConnections?: number;
 }
 
 const gitModule = (git: GitSetup | null, logger: HttpLogger) =>

@@ -93,8 +93,10 @@ export const UNSAFE_SWITCH = 'UNSAFE_SINGLE_USER_DEV';
 export interface ConnectionLimits {
   /** API_MAX_CONNECTIONS: open connections in all. */
   maxConnections: number;
-  /** API_MAX_CONNECTIONS_PER_ADDRESS: open connections from one client address. */
+  /** API_MAX_CONNECTIONS_PER_ADDRESS: open connections from one client address (an IPv6 /64 counts as one). */
   maxConnectionsPerAddress: number;
+  /** API_CONNECTIONS_RESERVED: the last places of the total, only for clients holding no connection yet. */
+  reservedConnections: number;
   /** API_HEADERS_TIMEOUT_MS: time to receive a request's headers. */
   headersTimeoutMs: number;
   /** API_REQUEST_TIMEOUT_MS: time to receive a whole request (not to answer it). */
@@ -109,6 +111,8 @@ export interface GitConnectionLimits {
   maxConnections: number;
   /** GIT_SSH_MAX_CONNECTIONS_PER_ADDRESS */
   maxConnectionsPerAddress: number;
+  /** GIT_SSH_CONNECTIONS_RESERVED: the last places of the total, only for clients holding no connection yet. */
+  reservedConnections: number;
   /** GIT_SSH_AUTH_TIMEOUT_MS: time from connecting to being authenticated. */
   authTimeoutMs: number;
 }
@@ -225,6 +229,25 @@ function flag(env: Env, name: string, fallback: boolean): boolean {
   if (['1', 'true', 'yes', 'on'].includes(value)) return true;
   if (['0', 'false', 'no', 'off'].includes(value)) return false;
   throw new ConfigError(name, `must be true or false, got "${value}"`);
+}
+
+/**
+ * `<prefix>_MAX_CONNECTIONS`, `<prefix>_MAX_CONNECTIONS_PER_ADDRESS` and
+ * `<prefix>_CONNECTIONS_RESERVED` of one server: by default half the total is reserved for
+ * clients that hold no connection yet, so that filling it takes one address per place.
+ */
+function connectionCaps(
+  env: Env,
+  prefix: 'API' | 'GIT_SSH',
+  total: number,
+  perAddress: number,
+): Pick<ConnectionLimits, 'maxConnections' | 'maxConnectionsPerAddress' | 'reservedConnections'> {
+  const maxConnections = integer(env, `${prefix}_MAX_CONNECTIONS`, total, 1, 1_000_000);
+  return {
+    maxConnections,
+    maxConnectionsPerAddress: integer(env, `${prefix}_MAX_CONNECTIONS_PER_ADDRESS`, perAddress, 1, 1_000_000),
+    reservedConnections: integer(env, `${prefix}_CONNECTIONS_RESERVED`, Math.floor(maxConnections / 2), 0, maxConnections - 1),
+  };
 }
 
 /** `SCHEDULER_CHAOS`, e.g. `start=0.2,stop=0.1,run=0.5,seed=42`; unset or empty means off. */
@@ -602,15 +625,13 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     corsAllowedOrigins: corsOrigins(env),
     allowedHosts: allowedHosts(env),
     connections: {
-      maxConnections: integer(env, 'API_MAX_CONNECTIONS', 2000, 1, 1_000_000),
-      maxConnectionsPerAddress: integer(env, 'API_MAX_CONNECTIONS_PER_ADDRESS', 100, 1, 1_000_000),
+      ...connectionCaps(env, 'API', 2000, 100),
       headersTimeoutMs: integer(env, 'API_HEADERS_TIMEOUT_MS', 20_000, 100, 3_600_000),
       requestTimeoutMs: integer(env, 'API_REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000),
       keepAliveTimeoutMs: integer(env, 'API_KEEP_ALIVE_TIMEOUT_MS', 65_000, 100, 3_600_000),
     },
     gitConnections: {
-      maxConnections: integer(env, 'GIT_SSH_MAX_CONNECTIONS', 200, 1, 1_000_000),
-      maxConnectionsPerAddress: integer(env, 'GIT_SSH_MAX_CONNECTIONS_PER_ADDRESS', 10, 1, 1_000_000),
+      ...connectionCaps(env, 'GIT_SSH', 200, 10),
       authTimeoutMs: integer(env, 'GIT_SSH_AUTH_TIMEOUT_MS', 20_000, 100, 3_600_000),
     },
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0, 600000),

@@ -497,8 +497,8 @@ describe('loadConfig: tenant limits', () => {
     expect(config).toMatchObject({
       corsAllowedOrigins: [],
       allowedHosts: [],
-      connections: { maxConnections: 2000, maxConnectionsPerAddress: 100, headersTimeoutMs: 20000, requestTimeoutMs: 60000, keepAliveTimeoutMs: 65000 },
-      gitConnections: { maxConnections: 200, maxConnectionsPerAddress: 10, authTimeoutMs: 20000 },
+      connections: { maxConnections: 2000, maxConnectionsPerAddress: 100, reservedConnections: 1000, headersTimeoutMs: 20000, requestTimeoutMs: 60000, keepAliveTimeoutMs: 65000 },
+      gitConnections: { maxConnections: 200, maxConnectionsPerAddress: 10, reservedConnections: 100, authTimeoutMs: 20000 },
     });
   });
 
@@ -521,19 +521,28 @@ describe('loadConfig: tenant limits', () => {
       ALLOWED_HOSTS: 'svc.example.com,.internal.example',
       API_MAX_CONNECTIONS: '10',
       API_MAX_CONNECTIONS_PER_ADDRESS: '5',
+      API_CONNECTIONS_RESERVED: '3',
       API_HEADERS_TIMEOUT_MS: '1000',
       API_REQUEST_TIMEOUT_MS: '2000',
       API_KEEP_ALIVE_TIMEOUT_MS: '3000',
       GIT_SSH_MAX_CONNECTIONS: '7',
       GIT_SSH_MAX_CONNECTIONS_PER_ADDRESS: '2',
+      GIT_SSH_CONNECTIONS_RESERVED: '0',
       GIT_SSH_AUTH_TIMEOUT_MS: '4000',
     });
     expect(config.settings.quotas).toEqual({ appsPerUser: 1, processTypesPerApp: 2, processesPerApp: 3, processesPerUser: 4, configBytes: 5, domainsPerApp: 6 });
     expect(config.settings).toMatchObject({ loginFailureLimit: 3, loginFailureWindowSeconds: 600, loginBackoffSeconds: 5, loginBackoffMaxSeconds: 300, loginUsernameFailureLimit: 20, logFollowersPerUser: 2, logFollowersTotal: 50 });
     expect(config.corsAllowedOrigins).toEqual(['https://ui.example.com', 'http://localhost:3000']);
     expect(config.allowedHosts).toEqual(['svc.example.com', '.internal.example']);
-    expect(config.connections).toEqual({ maxConnections: 10, maxConnectionsPerAddress: 5, headersTimeoutMs: 1000, requestTimeoutMs: 2000, keepAliveTimeoutMs: 3000 });
-    expect(config.gitConnections).toEqual({ maxConnections: 7, maxConnectionsPerAddress: 2, authTimeoutMs: 4000 });
+    expect(config.connections).toEqual({ maxConnections: 10, maxConnectionsPerAddress: 5, reservedConnections: 3, headersTimeoutMs: 1000, requestTimeoutMs: 2000, keepAliveTimeoutMs: 3000 });
+    expect(config.gitConnections).toEqual({ maxConnections: 7, maxConnectionsPerAddress: 2, reservedConnections: 0, authTimeoutMs: 4000 });
+  });
+
+  it('reserves half of each total for clients holding no connection unless told otherwise', () => {
+    expect(loadConfig({ API_MAX_CONNECTIONS: '9', GIT_SSH_MAX_CONNECTIONS: '1' })).toMatchObject({
+      connections: { maxConnections: 9, reservedConnections: 4 },
+      gitConnections: { maxConnections: 1, reservedConnections: 0 },
+    });
   });
 
   it.each([
@@ -543,6 +552,8 @@ describe('loadConfig: tenant limits', () => {
     ['QUOTA_APPS_PER_USER', '0'],
     ['LOGIN_BACKOFF_MAX_SECONDS', '901'],
     ['API_MAX_CONNECTIONS_PER_ADDRESS', '0'],
+    ['API_CONNECTIONS_RESERVED', '2000'],
+    ['GIT_SSH_CONNECTIONS_RESERVED', '-1'],
   ])('refuses %s=%s, naming the variable', (variable, value) => {
     expect(() => loadConfig({ [variable]: value })).toThrow(new RegExp(`^${variable}: `));
   });

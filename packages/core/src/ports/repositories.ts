@@ -25,6 +25,11 @@ import type { Page, Slice } from '../model/pagination';
 /** Accounts. Lists are ordered by id. */
 export interface UserRepository {
   findByUsername(username: string): Promise<User | null>;
+  /**
+   * Like findByUsername, and holds a write lock on the user's row until the transaction
+   * ends: what is counted against the user's quotas is counted by one transaction at a time.
+   */
+  lockByUsername(username: string): Promise<User | null>;
   /** @throws AlreadyExists('username') */
   create(user: NewUser): Promise<User>;
   update(user: User): Promise<void>;

@@ -100,6 +100,11 @@ class MemoryUsers implements UserRepository {
     return copyOrNull(this.c.read().users.get(username));
   }
 
+  async lockByUsername(username: string): Promise<User | null> {
+    // Transactions already run one at a time, which is stronger than a row lock.
+    return this.findByUsername(username);
+  }
+
   async create(user: NewUser): Promise<User> {
     const tables = this.c.write();
     if (tables.users.has(user.username)) throw new AlreadyExists('username');

@@ -6,12 +6,12 @@ import { formatLogLine } from '../model/time';
 import type { Repositories } from '../ports/repositories';
 import type { RunResult } from '../ports/services';
 import { assertValidAppId, generateAppName, isAdmin } from '../rules/apps';
-import { assertAppQuota } from '../rules/quotas';
 import { releaseEnvironment } from '../rules/config';
 import { FieldErrorCollector, bodyObject, optionalString, requiredString, toInteger } from '../rules/fields';
 import { loadAdministeredApp, loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
 import { containerSpec, currentReleaseWithBuild } from './deploy';
 import { withAppLease, type LeaseDependencies } from './leases';
+import { assertAppQuotaLocked } from './quotas';
 
 /** How many times a generated name is retried before giving up. */
 const NAME_ATTEMPTS = 10;
@@ -27,7 +27,7 @@ export class CreateApp {
     if (given) assertValidAppId(requested, this.deps.settings.reservedAppNames);
 
     const app = await this.deps.uow.transaction(async (repos) => {
-      assertAppQuota(await repos.apps.countOwnedBy(actor.user.username), this.deps.settings.quotas);
+      await assertAppQuotaLocked(repos, actor.user.username, this.deps.settings.quotas);
       let id: string;
       if (given) {
         id = requested as string;

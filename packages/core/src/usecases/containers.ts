@@ -9,7 +9,7 @@ import { RELEASE_NOT_SCALABLE, RELEASE_PROCESS_TYPE, runnableTypes } from '../ru
 import { loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
 import { carryOut, containerSpec, currentReleaseWithBuild, Rollout } from './deploy';
 import { withAppLease, type LeaseDependencies } from './leases';
-import { assertScaleQuotas } from './quotas';
+import { assertScaleQuotas, assertScaleQuotasLocked } from './quotas';
 
 /** Replaces recorded states with the scheduler's live ones where it knows them. */
 async function withLiveStates(scheduler: CoreDependencies['scheduler'], containers: Container[]): Promise<Container[]> {
@@ -95,6 +95,8 @@ export class ScaleApp {
       return carryOut(this.deps, lease, rollout, null, async (tx) => {
         const locked = await loadVisibleApp(tx, actor, appId, true);
         const updated = { ...locked, structure: { ...locked.structure, ...requested }, updated: this.deps.clock.now() };
+        // Counted again under the owner's lock: other apps of the owner may have grown meanwhile.
+        await assertScaleQuotasLocked(tx, locked, updated.structure, this.deps.settings.quotas);
         await tx.apps.update(updated);
         return updated;
       });

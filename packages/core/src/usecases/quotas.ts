@@ -1,9 +1,18 @@
 import type { App, Structure } from '../model/entities';
 import type { Repositories } from '../ports/repositories';
-import { assertStructureQuota, assertUserProcessQuota, processCount, type Quotas } from '../rules/quotas';
+import { assertAppQuota, assertStructureQuota, assertUserProcessQuota, processCount, type Quotas } from '../rules/quotas';
 
 /** How many apps are read at a time when the processes of one owner are added up. */
 const OWNER_PAGE = 200;
+
+/*
+ * Quotas that count rows of several requests are decided inside the transaction that
+ * writes, under a lock the database holds on the user they are charged to
+ * (UserRepository.lockByUsername): concurrent requests, in this process or another
+ * controller process on the same database, count one after another and each sees what
+ * the one before it committed. The checks made before slow work (starting containers)
+ * only fail fast; the one under the lock is the one that holds.
+ */
 
 /**
  * Checks the structure an app is about to get against the per-app quotas and, with the
@@ -19,4 +28,24 @@ export async function assertScaleQuotas(repos: Repositories, app: App, structure
     if (page.items.length < OWNER_PAGE || offset + OWNER_PAGE >= page.count) break;
   }
   assertUserProcessQuota(app.owner, others + processCount(structure), quotas, others + processCount(app.structure));
+}
+
+/**
+ * Inside the transaction that gives `app` (as read, locked, in that transaction) the
+ * structure `structure`: locks its owner and checks the quotas on what is committed now.
+ * @throws QuotaExceeded
+ */
+export async function assertScaleQuotasLocked(tx: Repositories, app: App, structure: Structure, quotas: Quotas): Promise<void> {
+  await tx.users.lockByUsername(app.owner);
+  await assertScaleQuotas(tx, app, structure, quotas);
+}
+
+/**
+ * Inside the transaction that creates an app for `owner`: locks the owner and counts the
+ * apps they own now.
+ * @throws QuotaExceeded (`apps_per_user`)
+ */
+export async function assertAppQuotaLocked(tx: Repositories, owner: string, quotas: Quotas): Promise<void> {
+  await tx.users.lockByUsername(owner);
+  assertAppQuota(await tx.apps.countOwnedBy(owner), quotas);
 }

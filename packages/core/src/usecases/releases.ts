@@ -19,6 +19,7 @@ import { withAppLease, type LeaseDependencies } from './leases';
 import { observeDeploy } from './observe';
 import { runReleasePhase } from './release-phase';
 import { compileSource, type CompiledBuild } from './buildpacks';
+import { assertScaleQuotas, assertScaleQuotasLocked } from './quotas';
 import { buildSourceImage, discardSourceImage, keyActor, pruneSourceImages, retainedBuilds, tagSourceImage, userOfKey } from './sources';
 
 type ReleaseDeps = LeaseDependencies & Pick<CoreDependencies, 'deployObserver'>;
@@ -73,6 +74,8 @@ async function publishRelease<C extends ReleaseChange>(
     const state: ReleaseState = { release, build: next.build, config: next.config };
     const rollout = new Rollout(deps, app);
     const structure = next.build ? structureForBuild(app.structure, next.build.procfile) : app.structure;
+    // The processes a deploy starts count like scaled ones: a first deploy's default `web=1` too.
+    await assertScaleQuotas(repos, app, structure, deps.settings.quotas);
     if (next.build) {
       // Before any process of the release starts: a failure leaves the old release serving and nothing written.
       await runReleasePhase(deps, app, { ...state, build: next.build }, output);
@@ -83,6 +86,7 @@ async function publishRelease<C extends ReleaseChange>(
     }
     return carryOut(deps, lease, rollout, release.version, async (tx) => {
       const locked = await loadVisibleApp(tx, actor, appId, true);
+      await assertScaleQuotasLocked(tx, locked, structure, deps.settings.quotas);
       if (next.creates.config) await tx.configs.create(next.creates.config);
       if (next.creates.build) await tx.builds.create(next.creates.build);
       await tx.releases.create(release);

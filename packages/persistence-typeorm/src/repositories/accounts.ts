@@ -20,6 +20,7 @@ import { ManagerRunner, readInstant, statement, writeBoolean, writeInstant, writ
 const ADMIN_COUNT_LOCK_KEY = 7_346_215_901;
 
 const FIND_USER = statement(`SELECT ${USER_COLUMNS} FROM "users" WHERE "username" = ?`);
+const LOCK_USER = statement(`SELECT ${USER_COLUMNS} FROM "users" WHERE "username" = ? FOR UPDATE`);
 const UPDATE_USER = statement(
   'UPDATE "users" SET "email" = ?, "first_name" = ?, "last_name" = ?, "password_hash" = ?, "is_superuser" = ?, "is_staff" = ?, ' +
     '"is_active" = ?, "last_login" = ?, "date_joined" = ? WHERE "username" = ?',
@@ -44,6 +45,14 @@ export class TypeOrmUserRepository implements UserRepository {
 
   async findByUsername(username: string): Promise<User | null> {
     const [raw] = await this.session.rows<RawRow>(FIND_USER, [username]);
+    return raw === undefined ? null : toUser(userRowOf(raw));
+  }
+
+  async lockByUsername(username: string): Promise<User | null> {
+    // As the apps' lockById: only PostgreSQL has row locks; on SQLite the unit of work
+    // already runs one writing transaction at a time.
+    if (!this.session.transactional || this.session.dialect !== 'postgres') return this.findByUsername(username);
+    const [raw] = await this.session.rows<RawRow>(LOCK_USER, [username]);
     return raw === undefined ? null : toUser(userRowOf(raw));
   }
 

@@ -202,5 +202,31 @@ export function describeUnitOfWork(uow: () => UnitOfWork): void {
       expect(releases.items.map((r) => r.version)).toEqual(Array.from({ length: writers }, (_, i) => writers - i));
       expect((await outside.apps.findById('myapp'))?.structure).toEqual({ web: writers });
     });
+
+    it('concurrent works that lock the owner count its apps exactly: 30 creations against a limit of 7 make 7 apps', async () => {
+      const outside = uow().repositories;
+      await seedUser(outside, 'alice');
+      const limit = 7;
+
+      const outcomes = await Promise.allSettled(
+        Array.from({ length: 30 }, (_, i) =>
+          uow().transaction(async (repos) => {
+            if (!(await repos.users.lockByUsername('alice'))) throw new Error('the user vanished');
+            if ((await repos.apps.countOwnedBy('alice')) >= limit) throw new Error('over the limit');
+            await seedApp(repos, `app-${i}`, 'alice');
+          }),
+        ),
+      );
+
+      expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(limit);
+      expect(await outside.apps.countOwnedBy('alice')).toBe(limit);
+    });
+
+    it('lockByUsername returns the user inside a transaction and outside of one, null for an unknown user', async () => {
+      await seedUser(uow().repositories, 'alice');
+      expect((await uow().transaction((repos) => repos.users.lockByUsername('alice')))?.username).toBe('alice');
+      expect((await uow().repositories.users.lockByUsername('alice'))?.username).toBe('alice');
+      expect(await uow().transaction((repos) => repos.users.lockByUsername('nobody'))).toBeNull();
+    });
   });
 }

@@ -218,7 +218,7 @@ describe('DeploySource with buildpacks', () => {
 
     expect(error).toBeInstanceOf(Unavailable);
     expect(error.code).toBe('BUILDER.FAILED');
-    expect(error.message).toMatch(/stack image svc\/stack:latest not found/);
+    expect(error.message).toMatch(/stack image localhost\/svc-stack:latest not found/);
     expectNothingRecorded(s);
   });
 

@@ -1,4 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
+import { escapeLogText } from '@svc/core';
 
 /** Lines longer than this are cut into several log lines. */
 export const MAX_LINE_LENGTH = 16 * 1024;
@@ -85,5 +86,47 @@ export class CappedOutput {
     const truncated = `\n[output truncated at ${this.limit} bytes]`;
     const keep = this.limit - tailBytes - Buffer.byteLength(truncated);
     return utf8Prefix(all, keep).toString('utf8') + truncated + tail;
+  }
+}
+
+/** The most lines of its output a failed start reports. */
+export const FAILURE_OUTPUT_LINES = 20;
+/** The longest line of output an error repeats, in characters. */
+const FAILURE_LINE_LENGTH = 200;
+
+/**
+ * The last lines a process printed, kept to tell why it failed: blank lines are skipped, and
+ * each line is escaped (no control character reaches a terminal or a log) and cut at 200 characters.
+ */
+export class OutputTail {
+  private readonly lines: string[] = [];
+
+  constructor(private readonly size = FAILURE_OUTPUT_LINES) {}
+
+  push(line: string): void {
+    const text = escapeLogText(line.trim());
+    if (text === '') return;
+    this.lines.push(text.length > FAILURE_LINE_LENGTH ? `${text.slice(0, FAILURE_LINE_LENGTH)}…` : text);
+    if (this.lines.length > this.size) this.lines.shift();
+  }
+
+  clear(): void {
+    this.lines.length = 0;
+  }
+
+  /** The last lines. */
+  get last(): string[] {
+    return [...this.lines];
+  }
+
+  /**
+   * What an error appends: `; last output: <line>` for one line, or `; last output:` and then
+   * each of the last `count` lines on its own indented line; empty when there is none.
+   */
+  note(count = this.size): string {
+    const lines = this.lines.slice(-count);
+    if (lines.length === 0) return '';
+    if (lines.length === 1) return `; last output: ${lines[0] ?? ''}`;
+    return `; last output:${lines.map((line) => `\n  ${line}`).join('')}`;
   }
 }

@@ -3,7 +3,7 @@ import { mkdir, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { BatchedLogWriter, formatBytes, memoryLimitBytes, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
 import { formatSeconds, niceForCpuShares } from './limits';
-import { CappedOutput, LineSplitter } from './output';
+import { CappedOutput, LineSplitter, OutputTail } from './output';
 import { PortAllocator, portIsFree, type PortRange } from './ports';
 import { groupMembers, groupResidentBytes, procAvailable, processesByNamespace, processesOf, readStat, residentBytesOf } from './proc';
 import {
@@ -118,7 +118,8 @@ interface Supervised {
   restartTimer: NodeJS.Timeout | null;
   /** Why the scheduler killed the current process (memory), to report instead of the signal. */
   killedFor: string | null;
-  lastLine: string | null;
+  /** The last lines of the current process's output, for the reason of a failure. */
+  readonly tail: OutputTail;
   forgotten: boolean;
   /** The app's user and its /etc files, once it has them (sandboxed only). */
   confinement: Confinement | null;
@@ -299,7 +300,7 @@ export class ProcessScheduler implements Scheduler {
       failures: 0,
       restartTimer: null,
       killedFor: null,
-      lastLine: null,
+      tail: new OutputTail(),
       forgotten: false,
       confinement: null,
     };
@@ -466,7 +467,7 @@ export class ProcessScheduler implements Scheduler {
   private async launch(container: Supervised): Promise<void> {
     container.state = 'created';
     container.killedFor = null;
-    container.lastLine = null;
+    container.tail.clear();
     try {
       const group = await this.spawn(container);
       await this.waitUntilUp(container, group);
@@ -493,7 +494,7 @@ export class ProcessScheduler implements Scheduler {
     const source = `${spec.app}[${spec.type}.${spec.num}]`;
     const lines = { stdout: new LineSplitter(), stderr: new LineSplitter() };
     const emit = (line: string): void => {
-      container.lastLine = line;
+      container.tail.push(line);
       this.log.write(spec.app, source, line);
     };
     let group: ProcessGroup;
@@ -535,15 +536,17 @@ export class ProcessScheduler implements Scheduler {
   private async waitUntilUp(container: Supervised, group: ProcessGroup): Promise<void> {
     const { spec } = container;
     const port = container.port as number;
-    const failed = (): Error | null => {
+    const failed = async (): Promise<Error | null> => {
       if (container.stopping) return new Error('it was stopped before it was up');
       const status = group.exitStatus();
       if (status === null) return null;
+      // Its last lines may still be in the pipes.
+      await Promise.race([group.outputClosed, sleep(500)]);
       return new Error(`it ${container.killedFor ?? describeExit(status)} before it was up${this.lastOutput(container)}`);
     };
     if (spec.type !== 'web') {
       await Promise.race([group.exited, sleep(this.settleMs)]);
-      const failure = failed();
+      const failure = await failed();
       if (failure) throw failure;
       return;
     }
@@ -552,7 +555,7 @@ export class ProcessScheduler implements Scheduler {
     const health = healthcheckUrl(spec.env.HEALTHCHECK_URL, this.host, port);
     let lastAnswer = 'no answer';
     for (;;) {
-      const failure = failed();
+      const failure = await failed();
       if (failure) throw failure;
       const wait = Math.max(100, Math.min(2000, deadline - Date.now()));
       if (health !== null) {
@@ -565,7 +568,7 @@ export class ProcessScheduler implements Scheduler {
       if (Date.now() >= deadline) break;
       await Promise.race([group.exited, sleep(this.probeIntervalMs)]);
     }
-    const failure = failed();
+    const failure = await failed();
     if (failure) throw failure;
     const within = formatSeconds(timeoutMs);
     throw new Error(
@@ -575,10 +578,9 @@ export class ProcessScheduler implements Scheduler {
     );
   }
 
-  private lastOutput(container: Supervised): string {
-    const line = container.lastLine?.trim();
-    if (!line) return '';
-    return `; last output: ${line.length > 200 ? `${line.slice(0, 200)}…` : line}`;
+  /** The last lines of output of a process that did not start (up to 20), or that crashed (one: the log has the rest). */
+  private lastOutput(container: Supervised, lines?: number): string {
+    return container.tail.note(lines);
   }
 
   /** The leader of a container's process group exited. */
@@ -589,7 +591,7 @@ export class ProcessScheduler implements Scheduler {
     this.records.remove(container.spec.id);
     // Whatever the shell started goes with it before the process type starts again.
     group.signal('SIGKILL');
-    this.crashed(container, `it ${container.killedFor ?? describeExit(status)}${this.lastOutput(container)}`, 'crashed');
+    this.crashed(container, `it ${container.killedFor ?? describeExit(status)}${this.lastOutput(container, 1)}`, 'crashed');
   }
 
   /** Records a failure and schedules the next start after the back-off. */
@@ -759,7 +761,8 @@ export class ProcessScheduler implements Scheduler {
     }
   }
 
+  /** Writes a line of the scheduler's to the app's log; a message of several lines (a failure's last output) as several. */
   private event(app: string, message: string): void {
-    this.log.write(app, SCHEDULER_LOG_SOURCE, message);
+    for (const line of message.split('\n')) this.log.write(app, SCHEDULER_LOG_SOURCE, line);
   }
 }

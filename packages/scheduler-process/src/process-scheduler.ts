@@ -198,7 +198,7 @@ export class ProcessScheduler implements Scheduler {
     this.probeIntervalMs = options.probeIntervalMs ?? 100;
     this.sandbox = options.sandbox === null ? null : new Sandbox(join(dataDir, 'sandbox'), options.sandbox);
     this.sandboxHint = options.sandboxHint ?? '';
-    this.firewall = this.sandbox === null ? null : new LoopbackFirewall(this.sandbox.range);
+    this.firewall = this.sandbox === null ? null : new LoopbackFirewall(this.sandbox.range, this.sandbox.buildGroup);
     this.baseEnvironment = options.baseEnvironment ?? { PATH: this.sandbox !== null ? SANDBOX_PATH : (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin') };
   }
 

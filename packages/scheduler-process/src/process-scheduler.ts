@@ -5,7 +5,7 @@ import { BatchedLogWriter, formatBytes, memoryLimitBytes, type Clock, type Conta
 import { formatSeconds, niceForCpuShares } from './limits';
 import { CappedOutput, LineSplitter, OutputTail } from './output';
 import { PortAllocator, portIsFree, type PortRange } from './ports';
-import { groupMembers, groupResidentBytes, procAvailable, processesByNamespace, processesOf, readStat, residentBytesOf } from './proc';
+import { groupMembers, groupResidentBytes, procAvailable, processesByNamespace, readStat, residentBytesOf } from './proc';
 import {
   describeExit,
   exitCodeOf,
@@ -19,8 +19,9 @@ import {
 } from './process-group';
 import { ProcessRecords, type ProcessRecord } from './records';
 import { acceptsConnections, healthcheckUrl, httpStatus } from './readiness';
+import { AppUsers, type Confinement, type LentUser } from './app-users';
 import { LoopbackFirewall } from './egress';
-import { APP_MOUNT, giveTree, SANDBOX_PATH, Sandbox, type SandboxOptions } from './sandbox';
+import { APP_MOUNT, SANDBOX_PATH, Sandbox, type SandboxOptions } from './sandbox';
 
 /** The source of the lines the scheduler itself writes to an app's log. */
 export const SCHEDULER_LOG_SOURCE = 'svc[scheduler]';
@@ -125,12 +126,6 @@ interface Supervised {
   confinement: Confinement | null;
 }
 
-/** How one app's processes are confined. */
-interface Confinement {
-  uid: number;
-  etcDir: string;
-}
-
 /** One one-off command being run. */
 interface OneOff {
   readonly id: string;
@@ -177,6 +172,7 @@ export class ProcessScheduler implements Scheduler {
   private readonly sandboxHint: string;
   private readonly firewall: LoopbackFirewall | null;
   private preparing: Promise<SandboxStatus> | null = null;
+  private readonly users: AppUsers;
   private firewallInstalled = false;
 
   constructor(options: ProcessSchedulerOptions) {
@@ -198,6 +194,7 @@ export class ProcessScheduler implements Scheduler {
     this.probeIntervalMs = options.probeIntervalMs ?? 100;
     this.sandbox = options.sandbox === null ? null : new Sandbox(join(dataDir, 'sandbox'), options.sandbox);
     this.sandboxHint = options.sandboxHint ?? '';
+    this.users = new AppUsers(this.sandbox, () => this.runningApps());
     this.firewall = this.sandbox === null ? null : new LoopbackFirewall(this.sandbox.range, this.sandbox.buildGroup);
     this.baseEnvironment = options.baseEnvironment ?? { PATH: this.sandbox !== null ? SANDBOX_PATH : (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin') };
   }
@@ -238,39 +235,26 @@ export class ProcessScheduler implements Scheduler {
     if (status.problem !== null) throw new Error(status.problem);
   }
 
-  /** The app's user (given now if it has none) and /etc files, and its directory given to it; null without a sandbox. */
-  private async confine(app: string, cwd: string): Promise<Confinement | null> {
-    if (this.sandbox === null) return null;
-    if (!APP_ID.test(app)) throw new Error(`unusable app id "${app}"`);
-    const active = new Set([...this.containers.values()].filter((c) => !c.forgotten).map((c) => c.spec.app));
-    for (const r of this.runs.values()) active.add(r.app);
-    const uid = this.sandbox.uidFor(app, active);
-    const etcDir = this.sandbox.prepareEtc(app, uid);
-    await giveTree(cwd, uid);
-    return { uid, etcDir };
+  /** The apps something of which runs: a process (not yet forgotten) or a one-off command. */
+  private runningApps(): Set<string> {
+    const running = new Set([...this.containers.values()].filter((c) => !c.forgotten).map((c) => c.spec.app));
+    for (const r of this.runs.values()) running.add(r.app);
+    return running;
   }
 
   /**
-   * Kills whatever still runs as the app's user once the scheduler runs nothing of it: a
-   * process can leave its process group and session, never its user.
+   * Lends the app's user to a build of its code (ProcessSourceCompiler), so that the build
+   * runs as exactly the user its processes will run as: the app's uid (given now when it has
+   * none), its /etc files and the sandbox to run build steps in. Until `release` the uid stays
+   * the app's and the app's processes are not swept; `release` sweeps them when nothing else
+   * of the app runs. Without a sandbox, the user is null (builds run unconfined, as apps do).
+   * @throws Error with the reason when apps cannot be confined as they must, or the scheduler is shutting down.
    */
-  private async sweep(app: string): Promise<void> {
-    if (this.sandbox === null) return;
-    if ([...this.containers.values()].some((c) => c.spec.app === app && !c.forgotten) || [...this.runs.values()].some((r) => r.app === app)) return;
-    const uid = this.sandbox.knownUid(app);
-    if (uid === null) return;
-    for (let attempt = 0; attempt < 20; attempt++) {
-      const left = await processesOf(uid);
-      if (left.length === 0) return;
-      for (const pid of left) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // Gone already.
-        }
-      }
-      await sleep(50);
-    }
+  async lendUser(app: string): Promise<LentUser> {
+    this.assertOpen();
+    await this.assertConfinable();
+    this.assertOpen();
+    return this.users.lend(app);
   }
 
   /**
@@ -317,7 +301,7 @@ export class ProcessScheduler implements Scheduler {
     this.containers.set(spec.id, container);
     try {
       container.cwd = await this.workdir(spec.app, spec.workdir);
-      container.confinement = await this.confine(spec.app, container.cwd);
+      container.confinement = await this.users.confine(spec.app, container.cwd);
       if (container.stopping) throw new Error('it was stopped before it was up');
       const port = await this.ports.allocate();
       if (container.forgotten) {
@@ -365,7 +349,7 @@ export class ProcessScheduler implements Scheduler {
     let port: number | null = null;
     try {
       const cwd = await this.workdir(spec.app, spec.workdir);
-      const confinement = await this.confine(spec.app, cwd);
+      const confinement = await this.users.confine(spec.app, cwd);
       port = await this.ports.allocate();
       const output = new CappedOutput(spec.outputLimitBytes);
       const group = await spawnGroup({
@@ -393,7 +377,7 @@ export class ProcessScheduler implements Scheduler {
       this.records.remove(oneOff.id);
       this.runs.delete(oneOff.id);
       if (oneOff.ownDirectory) await this.removeWorkdirIfUnused(spec.app);
-      await this.sweep(spec.app);
+      await this.users.sweep(spec.app);
     }
   }
 
@@ -666,7 +650,7 @@ export class ProcessScheduler implements Scheduler {
     if (container.port !== null) this.ports.release(container.port);
     this.records.remove(container.spec.id);
     if (container.spec.workdir === null) await this.removeWorkdirIfUnused(container.spec.app);
-    await this.sweep(container.spec.app);
+    await this.users.sweep(container.spec.app);
   }
 
   /** Waits for the output of a finished one-off command, then kills anything of it still running. */

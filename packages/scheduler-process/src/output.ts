@@ -120,13 +120,11 @@ export class OutputTail {
   }
 
   /**
-   * What an error appends: `; last output: <line>` for one line, or `; last output:` and then
-   * each of the last `count` lines on its own indented line; empty when there is none.
+   * What an error appends: `; last output: ` and the last `count` lines, one line after the
+   * other (as the container schedulers show them); empty when there is none.
    */
   note(count = this.size): string {
     const lines = this.lines.slice(-count);
-    if (lines.length === 0) return '';
-    if (lines.length === 1) return `; last output: ${lines[0] ?? ''}`;
-    return `; last output:${lines.map((line) => `\n  ${line}`).join('')}`;
+    return lines.length === 0 ? '' : `; last output: ${lines.join('\n')}`;
   }
 }

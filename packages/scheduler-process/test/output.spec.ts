@@ -70,13 +70,13 @@ describe('OutputTail', () => {
     expect(tail.last.at(-1)).toBe(`${'x'.repeat(200)}…`);
   });
 
-  it('notes one line after the colon, several on lines of their own, and nothing without output', () => {
+  it('notes the last lines one after the other after the colon, and nothing without output', () => {
     const tail = new OutputTail();
     expect(tail.note()).toBe('');
     tail.push('only');
     expect(tail.note()).toBe('; last output: only');
     tail.push('second');
-    expect(tail.note()).toBe('; last output:\n  only\n  second');
+    expect(tail.note()).toBe('; last output: only\nsecond');
     expect(tail.note(1)).toBe('; last output: second');
     tail.clear();
     expect(tail.note()).toBe('');

@@ -55,6 +55,8 @@ const quote = (word: string): string => `'${word.replace(/'/g, `'\\''`)}'`;
 export class ProcessSourceCompiler implements SourceCompiler {
   private readonly caches: BuildCaches;
   private readonly tmpRoot: string;
+  /** The caches of the builds in progress. */
+  private readonly building = new Set<string>();
   readonly limits: { memoryBytes: number | null; nice: number; stepMs: number; buildMs: number; cacheBytes: number; outputBytes: number };
 
   constructor(private readonly options: ProcessSourceCompilerOptions) {
@@ -79,8 +81,17 @@ export class ProcessSourceCompiler implements SourceCompiler {
   async open(request: CompileRequest): Promise<CompileSession> {
     const directory = resolve(request.directory);
     if (!(await stat(directory).catch(() => null))?.isDirectory()) throw new Error(`the checkout ${directory} does not exist`);
-    this.caches.directory(request.appUuid);
-    const user = await this.options.scheduler.lendUser(request.app);
+    const uuid = this.caches.directory(request.appUuid);
+    // Two builds of one app at once would share its cache, and a checkout's owner.
+    if (this.building.has(uuid)) throw buildFailed('another build of this app is in progress: push again once it is over');
+    this.building.add(uuid);
+    let user: LentUser;
+    try {
+      user = await this.options.scheduler.lendUser(request.app);
+    } catch (error) {
+      this.building.delete(uuid);
+      throw error;
+    }
     const tmp = join(this.tmpRoot, randomUUID());
     try {
       await mkdir(this.tmpRoot, { recursive: true, mode: 0o700 });
@@ -99,9 +110,14 @@ export class ProcessSourceCompiler implements SourceCompiler {
         await giveTree(directory, user.uid);
       }
       const cache = await this.caches.open(request.appUuid, user.uid);
-      return new ProcessCompileSession(this, request, directory, user, { tmp, envDir, home, cache });
+      const release = async (): Promise<void> => {
+        this.building.delete(uuid);
+        await user.release();
+      };
+      return new ProcessCompileSession(this, request, directory, { ...user, release }, { tmp, envDir, home, cache });
     } catch (error) {
       await rm(tmp, { recursive: true, force: true });
+      this.building.delete(uuid);
       await user.release();
       throw error;
     }

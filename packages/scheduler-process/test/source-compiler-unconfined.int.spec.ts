@@ -43,6 +43,19 @@ describe('ProcessSourceCompiler without a sandbox (a single trusted developer)',
     expect(existsSync(join(dataDir, 'build-cache', uuid))).toBe(false);
   });
 
+  it('refuses a second build of an app while one is open, and takes one again once it is closed', async () => {
+    const compiler = new ProcessSourceCompiler({ scheduler, dataDir });
+    await writeTree(join(dataDir, 'checkout'), { a: 'a' });
+    const request = { app: 'myapp', appUuid: '0b1c2d3e-4f50-4617-8899-aabbccddeeff', directory: join(dataDir, 'checkout'), env: {} };
+    const first = await compiler.open(request);
+    await expect(compiler.open(request)).rejects.toMatchObject({ code: 'BUILD.FAILED', message: expect.stringContaining('another build of this app is in progress') });
+    const other = await compiler.open({ ...request, app: 'other', appUuid: '1b1c2d3e-4f50-4617-8899-aabbccddeeff' });
+    await first.discard();
+    await other.finish(() => undefined);
+    const again = await compiler.open(request);
+    await again.finish(() => undefined);
+  });
+
   it('refuses a checkout that does not exist and an unusable app uuid, before lending anything', async () => {
     const compiler = new ProcessSourceCompiler({ scheduler, dataDir });
     await expect(compiler.open({ app: 'myapp', appUuid: '0b1c2d3e-4f50-4617-8899-aabbccddeeff', directory: join(dataDir, 'none'), env: {} })).rejects.toThrow(/does not exist/);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InMemoryLogStore } from '@svc/core/testing';
 import { ProcessScheduler, ProcessSourceCompiler } from '@svc/scheduler-process';
-import { fixtureBuildpack, writeTree } from './support/buildpacks';
+import { fixtureBuildpack, removeFixtureBuildpacks, writeTree } from './support/buildpacks';
 
 jest.setTimeout(60_000);
 
@@ -20,6 +20,7 @@ describe('ProcessSourceCompiler without a sandbox (a single trusted developer)',
   afterEach(async () => {
     await scheduler.shutdown();
     await rm(dataDir, { recursive: true, force: true });
+    await removeFixtureBuildpacks();
   });
 
   it("runs the steps unconfined with the host's paths as BUILD_DIR, CACHE_DIR and ENV_DIR, and returns the checkout", async () => {

@@ -1,4 +1,4 @@
-import { chmod, mkdir, mkdtemp, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { InstalledBuildpack } from '@svc/core';
@@ -12,12 +12,20 @@ export interface BuildpackScripts {
   files?: Record<string, string>;
 }
 
+const made: string[] = [];
+
+/** Removes the buildpacks `fixtureBuildpack` wrote. */
+export async function removeFixtureBuildpacks(): Promise<void> {
+  for (const root of made.splice(0)) await rm(root, { recursive: true, force: true });
+}
+
 /**
  * Writes a buildpack with the Heroku contract into a fresh directory that every user may read,
  * as an installed buildpack's is.
  */
 export async function fixtureBuildpack(name: string, scripts: BuildpackScripts): Promise<InstalledBuildpack> {
   const root = await mkdtemp(join(tmpdir(), 'svc-buildpack-'));
+  made.push(root);
   const directory = join(root, name);
   await mkdir(join(directory, 'bin'), { recursive: true });
   const bodies = {

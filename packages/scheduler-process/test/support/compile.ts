@@ -7,7 +7,7 @@ import { InMemoryLogStore } from '@svc/core/testing';
 import { ProcessScheduler, ProcessSourceCompiler, type ProcessSourceCompilerOptions } from '@svc/scheduler-process';
 import { aRun } from './fixtures';
 import { testUidRange } from './sandbox';
-import { writeTree } from './buildpacks';
+import { removeFixtureBuildpacks, writeTree } from './buildpacks';
 
 /** A sandboxed scheduler and a compiler on one data directory, made afresh for each test. */
 export class CompileFixture {
@@ -38,6 +38,7 @@ export class CompileFixture {
   async tearDown(): Promise<void> {
     await this.scheduler.shutdown();
     await rm(this.dataDir, { recursive: true, force: true });
+    await removeFixtureBuildpacks();
   }
 
   /** The app's uuid, the same for each call with the same app. */

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { buildEgressRules, buildJump, resolversOf } from './build-egress';
 import type { UidRange } from './sandbox';
 
 const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -22,14 +23,22 @@ function iptables(tool: string, args: string[]): Promise<{ ok: boolean; output: 
  * One chain per uid range, `SVC_APPS_<from>`, in the filter table of iptables and ip6tables,
  * reached from OUTPUT by the owner match of the range. Installing is idempotent (the chain is
  * rebuilt); `remove` takes it all away.
+ *
+ * Build steps (the same uids, with the build group as a supplementary group) also pass a
+ * second chain, `SVC_BUILD_<from>` (see `buildEgressRules`): no address of this machine on any
+ * port, no private or link-local range, DNS only to the resolvers of /etc/resolv.conf.
  */
 export class LoopbackFirewall {
   private readonly chain: string;
   private readonly owner: string;
+  private readonly buildChain: string;
+  private readonly buildJump: string[];
 
-  constructor(range: UidRange) {
+  constructor(range: UidRange, buildGroup: number) {
     this.chain = `SVC_APPS_${range.from}`;
     this.owner = `${range.from}-${range.to}`;
+    this.buildChain = `SVC_BUILD_${range.from}`;
+    this.buildJump = buildJump(this.buildChain, range, buildGroup);
   }
 
   /** @throws Error naming what is missing when the rules cannot be installed. */
@@ -56,6 +65,24 @@ export class LoopbackFirewall {
       const jump = ['OUTPUT', '-m', 'owner', '--uid-owner', this.owner, '-j', this.chain];
       if (!(await iptables(tool, ['-C', ...jump])).ok) await this.must(tool, ['-I', ...jump]);
     }
+    await this.installBuildChain();
+  }
+
+  private async installBuildChain(): Promise<void> {
+    let resolvConf = '';
+    try {
+      resolvConf = readFileSync('/etc/resolv.conf', 'utf8');
+    } catch {
+      // No resolver: builds resolve no name, as apps would not.
+    }
+    const resolvers = resolversOf(resolvConf);
+    for (const [tool, family] of [['iptables', 4], ['ip6tables', 6]] as const) {
+      const created = await iptables(tool, ['-N', this.buildChain]);
+      if (!created.ok && !/exists/i.test(created.output)) throw new Error(`${tool} cannot create the chain ${this.buildChain}: ${created.output}`);
+      await this.must(tool, ['-F', this.buildChain]);
+      for (const rule of buildEgressRules(this.buildChain, family, family === 4 ? resolvers.ipv4 : resolvers.ipv6)) await this.must(tool, rule);
+      if (!(await iptables(tool, ['-C', ...this.buildJump])).ok) await this.must(tool, ['-I', ...this.buildJump]);
+    }
   }
 
   /** Takes the rules away; rules that are not there are no error. */
@@ -67,6 +94,11 @@ export class LoopbackFirewall {
       }
       await iptables(tool, ['-F', this.chain]);
       await iptables(tool, ['-X', this.chain]);
+      while ((await iptables(tool, ['-C', ...this.buildJump])).ok) {
+        if (!(await iptables(tool, ['-D', ...this.buildJump])).ok) break;
+      }
+      await iptables(tool, ['-F', this.buildChain]);
+      await iptables(tool, ['-X', this.buildChain]);
     }
   }
 

@@ -1,4 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
+import { escapeLogText } from '@svc/core';
 
 /** Lines longer than this are cut into several log lines. */
 export const MAX_LINE_LENGTH = 16 * 1024;
@@ -85,5 +86,45 @@ export class CappedOutput {
     const truncated = `\n[output truncated at ${this.limit} bytes]`;
     const keep = this.limit - tailBytes - Buffer.byteLength(truncated);
     return utf8Prefix(all, keep).toString('utf8') + truncated + tail;
+  }
+}
+
+/** The most lines of its output a failed start reports. */
+export const FAILURE_OUTPUT_LINES = 20;
+/** The longest line of output an error repeats, in characters. */
+const FAILURE_LINE_LENGTH = 200;
+
+/**
+ * The last lines a process printed, kept to tell why it failed: blank lines are skipped, and
+ * each line is escaped (no control character reaches a terminal or a log) and cut at 200 characters.
+ */
+export class OutputTail {
+  private readonly lines: string[] = [];
+
+  constructor(private readonly size = FAILURE_OUTPUT_LINES) {}
+
+  push(line: string): void {
+    const text = escapeLogText(line.trim());
+    if (text === '') return;
+    this.lines.push(text.length > FAILURE_LINE_LENGTH ? `${text.slice(0, FAILURE_LINE_LENGTH)}…` : text);
+    if (this.lines.length > this.size) this.lines.shift();
+  }
+
+  clear(): void {
+    this.lines.length = 0;
+  }
+
+  /** The last lines. */
+  get last(): string[] {
+    return [...this.lines];
+  }
+
+  /**
+   * What an error appends: `; last output: ` and the last `count` lines, one line after the
+   * other (as the container schedulers show them); empty when there is none.
+   */
+  note(count = this.size): string {
+    const lines = this.lines.slice(-count);
+    return lines.length === 0 ? '' : `; last output: ${lines.join('\n')}`;
   }
 }

@@ -3,9 +3,9 @@ import { mkdir, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { BatchedLogWriter, formatBytes, memoryLimitBytes, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
 import { formatSeconds, niceForCpuShares } from './limits';
-import { CappedOutput, LineSplitter } from './output';
+import { CappedOutput, LineSplitter, OutputTail } from './output';
 import { PortAllocator, portIsFree, type PortRange } from './ports';
-import { groupMembers, groupResidentBytes, procAvailable, processesByNamespace, processesOf, readStat, residentBytesOf } from './proc';
+import { groupMembers, groupResidentBytes, procAvailable, processesByNamespace, readStat, residentBytesOf } from './proc';
 import {
   describeExit,
   exitCodeOf,
@@ -19,8 +19,9 @@ import {
 } from './process-group';
 import { ProcessRecords, type ProcessRecord } from './records';
 import { acceptsConnections, healthcheckUrl, httpStatus } from './readiness';
+import { AppUsers, type Confinement, type LentUser } from './app-users';
 import { LoopbackFirewall } from './egress';
-import { APP_MOUNT, giveTree, SANDBOX_PATH, Sandbox, type SandboxOptions } from './sandbox';
+import { APP_MOUNT, SANDBOX_PATH, Sandbox, type SandboxOptions } from './sandbox';
 
 /** The source of the lines the scheduler itself writes to an app's log. */
 export const SCHEDULER_LOG_SOURCE = 'svc[scheduler]';
@@ -118,16 +119,11 @@ interface Supervised {
   restartTimer: NodeJS.Timeout | null;
   /** Why the scheduler killed the current process (memory), to report instead of the signal. */
   killedFor: string | null;
-  lastLine: string | null;
+  /** The last lines of the current process's output, for the reason of a failure. */
+  readonly tail: OutputTail;
   forgotten: boolean;
   /** The app's user and its /etc files, once it has them (sandboxed only). */
   confinement: Confinement | null;
-}
-
-/** How one app's processes are confined. */
-interface Confinement {
-  uid: number;
-  etcDir: string;
 }
 
 /** One one-off command being run. */
@@ -176,6 +172,7 @@ export class ProcessScheduler implements Scheduler {
   private readonly sandboxHint: string;
   private readonly firewall: LoopbackFirewall | null;
   private preparing: Promise<SandboxStatus> | null = null;
+  private readonly users: AppUsers;
   private firewallInstalled = false;
 
   constructor(options: ProcessSchedulerOptions) {
@@ -197,7 +194,8 @@ export class ProcessScheduler implements Scheduler {
     this.probeIntervalMs = options.probeIntervalMs ?? 100;
     this.sandbox = options.sandbox === null ? null : new Sandbox(join(dataDir, 'sandbox'), options.sandbox);
     this.sandboxHint = options.sandboxHint ?? '';
-    this.firewall = this.sandbox === null ? null : new LoopbackFirewall(this.sandbox.range);
+    this.users = new AppUsers(this.sandbox, () => this.runningApps());
+    this.firewall = this.sandbox === null ? null : new LoopbackFirewall(this.sandbox.range, this.sandbox.buildGroup);
     this.baseEnvironment = options.baseEnvironment ?? { PATH: this.sandbox !== null ? SANDBOX_PATH : (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin') };
   }
 
@@ -237,39 +235,26 @@ export class ProcessScheduler implements Scheduler {
     if (status.problem !== null) throw new Error(status.problem);
   }
 
-  /** The app's user (given now if it has none) and /etc files, and its directory given to it; null without a sandbox. */
-  private async confine(app: string, cwd: string): Promise<Confinement | null> {
-    if (this.sandbox === null) return null;
-    if (!APP_ID.test(app)) throw new Error(`unusable app id "${app}"`);
-    const active = new Set([...this.containers.values()].filter((c) => !c.forgotten).map((c) => c.spec.app));
-    for (const r of this.runs.values()) active.add(r.app);
-    const uid = this.sandbox.uidFor(app, active);
-    const etcDir = this.sandbox.prepareEtc(app, uid);
-    await giveTree(cwd, uid);
-    return { uid, etcDir };
+  /** The apps something of which runs: a process (not yet forgotten) or a one-off command. */
+  private runningApps(): Set<string> {
+    const running = new Set([...this.containers.values()].filter((c) => !c.forgotten).map((c) => c.spec.app));
+    for (const r of this.runs.values()) running.add(r.app);
+    return running;
   }
 
   /**
-   * Kills whatever still runs as the app's user once the scheduler runs nothing of it: a
-   * process can leave its process group and session, never its user.
+   * Lends the app's user to a build of its code (ProcessSourceCompiler), so that the build
+   * runs as exactly the user its processes will run as: the app's uid (given now when it has
+   * none), its /etc files and the sandbox to run build steps in. Until `release` the uid stays
+   * the app's and the app's processes are not swept; `release` sweeps them when nothing else
+   * of the app runs. Without a sandbox, the user is null (builds run unconfined, as apps do).
+   * @throws Error with the reason when apps cannot be confined as they must, or the scheduler is shutting down.
    */
-  private async sweep(app: string): Promise<void> {
-    if (this.sandbox === null) return;
-    if ([...this.containers.values()].some((c) => c.spec.app === app && !c.forgotten) || [...this.runs.values()].some((r) => r.app === app)) return;
-    const uid = this.sandbox.knownUid(app);
-    if (uid === null) return;
-    for (let attempt = 0; attempt < 20; attempt++) {
-      const left = await processesOf(uid);
-      if (left.length === 0) return;
-      for (const pid of left) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // Gone already.
-        }
-      }
-      await sleep(50);
-    }
+  async lendUser(app: string): Promise<LentUser> {
+    this.assertOpen();
+    await this.assertConfinable();
+    this.assertOpen();
+    return this.users.lend(app);
   }
 
   /**
@@ -299,7 +284,7 @@ export class ProcessScheduler implements Scheduler {
       failures: 0,
       restartTimer: null,
       killedFor: null,
-      lastLine: null,
+      tail: new OutputTail(),
       forgotten: false,
       confinement: null,
     };
@@ -316,7 +301,7 @@ export class ProcessScheduler implements Scheduler {
     this.containers.set(spec.id, container);
     try {
       container.cwd = await this.workdir(spec.app, spec.workdir);
-      container.confinement = await this.confine(spec.app, container.cwd);
+      container.confinement = await this.users.confine(spec.app, container.cwd);
       if (container.stopping) throw new Error('it was stopped before it was up');
       const port = await this.ports.allocate();
       if (container.forgotten) {
@@ -364,7 +349,7 @@ export class ProcessScheduler implements Scheduler {
     let port: number | null = null;
     try {
       const cwd = await this.workdir(spec.app, spec.workdir);
-      const confinement = await this.confine(spec.app, cwd);
+      const confinement = await this.users.confine(spec.app, cwd);
       port = await this.ports.allocate();
       const output = new CappedOutput(spec.outputLimitBytes);
       const group = await spawnGroup({
@@ -392,7 +377,7 @@ export class ProcessScheduler implements Scheduler {
       this.records.remove(oneOff.id);
       this.runs.delete(oneOff.id);
       if (oneOff.ownDirectory) await this.removeWorkdirIfUnused(spec.app);
-      await this.sweep(spec.app);
+      await this.users.sweep(spec.app);
     }
   }
 
@@ -466,7 +451,7 @@ export class ProcessScheduler implements Scheduler {
   private async launch(container: Supervised): Promise<void> {
     container.state = 'created';
     container.killedFor = null;
-    container.lastLine = null;
+    container.tail.clear();
     try {
       const group = await this.spawn(container);
       await this.waitUntilUp(container, group);
@@ -493,7 +478,7 @@ export class ProcessScheduler implements Scheduler {
     const source = `${spec.app}[${spec.type}.${spec.num}]`;
     const lines = { stdout: new LineSplitter(), stderr: new LineSplitter() };
     const emit = (line: string): void => {
-      container.lastLine = line;
+      container.tail.push(line);
       this.log.write(spec.app, source, line);
     };
     let group: ProcessGroup;
@@ -535,15 +520,17 @@ export class ProcessScheduler implements Scheduler {
   private async waitUntilUp(container: Supervised, group: ProcessGroup): Promise<void> {
     const { spec } = container;
     const port = container.port as number;
-    const failed = (): Error | null => {
+    const failed = async (): Promise<Error | null> => {
       if (container.stopping) return new Error('it was stopped before it was up');
       const status = group.exitStatus();
       if (status === null) return null;
+      // Its last lines may still be in the pipes.
+      await Promise.race([group.outputClosed, sleep(500)]);
       return new Error(`it ${container.killedFor ?? describeExit(status)} before it was up${this.lastOutput(container)}`);
     };
     if (spec.type !== 'web') {
       await Promise.race([group.exited, sleep(this.settleMs)]);
-      const failure = failed();
+      const failure = await failed();
       if (failure) throw failure;
       return;
     }
@@ -552,7 +539,7 @@ export class ProcessScheduler implements Scheduler {
     const health = healthcheckUrl(spec.env.HEALTHCHECK_URL, this.host, port);
     let lastAnswer = 'no answer';
     for (;;) {
-      const failure = failed();
+      const failure = await failed();
       if (failure) throw failure;
       const wait = Math.max(100, Math.min(2000, deadline - Date.now()));
       if (health !== null) {
@@ -565,7 +552,7 @@ export class ProcessScheduler implements Scheduler {
       if (Date.now() >= deadline) break;
       await Promise.race([group.exited, sleep(this.probeIntervalMs)]);
     }
-    const failure = failed();
+    const failure = await failed();
     if (failure) throw failure;
     const within = formatSeconds(timeoutMs);
     throw new Error(
@@ -575,10 +562,9 @@ export class ProcessScheduler implements Scheduler {
     );
   }
 
-  private lastOutput(container: Supervised): string {
-    const line = container.lastLine?.trim();
-    if (!line) return '';
-    return `; last output: ${line.length > 200 ? `${line.slice(0, 200)}…` : line}`;
+  /** The last lines of output of a process that did not start (up to 20), or that crashed (one: the log has the rest). */
+  private lastOutput(container: Supervised, lines?: number): string {
+    return container.tail.note(lines);
   }
 
   /** The leader of a container's process group exited. */
@@ -589,7 +575,7 @@ export class ProcessScheduler implements Scheduler {
     this.records.remove(container.spec.id);
     // Whatever the shell started goes with it before the process type starts again.
     group.signal('SIGKILL');
-    this.crashed(container, `it ${container.killedFor ?? describeExit(status)}${this.lastOutput(container)}`, 'crashed');
+    this.crashed(container, `it ${container.killedFor ?? describeExit(status)}${this.lastOutput(container, 1)}`, 'crashed');
   }
 
   /** Records a failure and schedules the next start after the back-off. */
@@ -664,7 +650,7 @@ export class ProcessScheduler implements Scheduler {
     if (container.port !== null) this.ports.release(container.port);
     this.records.remove(container.spec.id);
     if (container.spec.workdir === null) await this.removeWorkdirIfUnused(container.spec.app);
-    await this.sweep(container.spec.app);
+    await this.users.sweep(container.spec.app);
   }
 
   /** Waits for the output of a finished one-off command, then kills anything of it still running. */
@@ -759,7 +745,8 @@ export class ProcessScheduler implements Scheduler {
     }
   }
 
+  /** Writes a line of the scheduler's to the app's log; a message of several lines (a failure's last output) as several. */
   private event(app: string, message: string): void {
-    this.log.write(app, SCHEDULER_LOG_SOURCE, message);
+    for (const line of message.split('\n')) this.log.write(app, SCHEDULER_LOG_SOURCE, line);
   }
 }

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, lstatSync, type Stats, mkdirSync, readFileSync, readlinkSync, renameSync, writeFileSync } from 'node:fs';
 import { lchown, lstat, readdir } from 'node:fs/promises';
-import { delimiter, join } from 'node:path';
+import { delimiter, join, posix } from 'node:path';
 
 /** A range of user ids, both ends included. */
 export interface UidRange {
@@ -25,6 +25,11 @@ export interface SandboxOptions {
   readOnlyPaths?: string[];
   /** The bubblewrap program. Default: `bwrap` found in PATH (or /usr/bin/bwrap). */
   bwrap?: string;
+  /**
+   * The group id that marks a build's processes (a supplementary group of each build step, which
+   * the build network rules match); no file may belong to it. Default: the uid range's first id minus 1.
+   */
+  buildGroup?: number;
 }
 
 export const DEFAULT_UID_RANGE: UidRange = { from: 200000, to: 265535 };
@@ -70,6 +75,29 @@ export interface SandboxedCommand {
   args: string[];
 }
 
+/** A host directory shown inside a sandbox besides the app's own. */
+export interface SandboxBind {
+  host: string;
+  /** Where it appears inside. */
+  path: string;
+  writable: boolean;
+}
+
+/** What `Sandbox.command` runs, and how. */
+export interface SandboxCommandOptions {
+  app: string;
+  uid: number;
+  /** Shown read-write as /app, the working directory. */
+  hostDir: string;
+  command: string;
+  nice: number;
+  etcDir: string | null;
+  /** More directories to show (a build's cache, config and buildpack). */
+  binds?: SandboxBind[];
+  /** Supplementary groups (the build group); none by default. */
+  groups?: number[];
+}
+
 /** Finds a program in PATH; null when absent. */
 function which(name: string): string | null {
   if (name.includes('/')) return existsSync(name) ? name : null;
@@ -103,6 +131,8 @@ export class Sandbox {
   private readonly bwrapPath: string | null;
   readonly limits: { processes: number; openFiles: number; fileBytes: number; tmpBytes: number };
   private readonly readOnlyPaths: string[];
+  /** The supplementary group of build steps, which no app process has. */
+  readonly buildGroup: number;
 
   constructor(
     private readonly stateDir: string,
@@ -122,6 +152,10 @@ export class Sandbox {
       tmpBytes: options.tmpBytes ?? 64 * 1024 ** 2,
     };
     this.readOnlyPaths = options.readOnlyPaths ?? [];
+    this.buildGroup = options.buildGroup ?? from - 1;
+    if (!Number.isInteger(this.buildGroup) || this.buildGroup < 1 || this.buildGroup > 4294967294 || (this.buildGroup >= from && this.buildGroup <= to)) {
+      throw new Error(`invalid build group ${this.buildGroup}: a group id outside the uid range ${from}-${to}`);
+    }
   }
 
   /** The uid range apps get. */
@@ -193,7 +227,7 @@ export class Sandbox {
    * The command line that runs `command` under `/bin/sh -c` for app `app` as `uid`, with
    * `hostDir` (read-write) as /app and working directory.
    */
-  command(options: { app: string; uid: number; hostDir: string; command: string; nice: number; etcDir: string | null }): SandboxedCommand {
+  command(options: SandboxCommandOptions): SandboxedCommand {
     if (this.bwrapPath === null) throw new Error('bubblewrap (bwrap) is not installed');
     const args = [
       '--die-with-parent',
@@ -246,6 +280,14 @@ export class Sandbox {
       '--bind',
       options.hostDir,
       APP_MOUNT,
+    );
+    for (const bind of options.binds ?? []) {
+      // The directory holding the mount point must be searchable by the app's user.
+      const parent = posix.dirname(bind.path);
+      if (parent !== '/') args.push('--perms', '0755', '--dir', parent);
+      args.push(bind.writable ? '--bind' : '--ro-bind', bind.host, bind.path);
+    }
+    args.push(
       '--chdir',
       APP_MOUNT,
       '--',
@@ -260,7 +302,7 @@ export class Sandbox {
       SETPRIV,
       `--reuid=${options.uid}`,
       `--regid=${options.uid}`,
-      '--clear-groups',
+      ...(options.groups !== undefined && options.groups.length > 0 ? [`--groups=${options.groups.join(',')}`] : ['--clear-groups']),
       '--inh-caps=-all',
       '--bounding-set=-all',
       '--no-new-privs',

@@ -1,4 +1,4 @@
-import { CappedOutput, LineSplitter, utf8Prefix } from '../src/output';
+import { CappedOutput, LineSplitter, OutputTail, utf8Prefix } from '../src/output';
 
 describe('LineSplitter', () => {
   it('joins lines across chunks, drops CR before LF, and keeps a partial last line until the end', () => {
@@ -54,5 +54,31 @@ describe('CappedOutput', () => {
     const output = new CappedOutput(10);
     output.push(Buffer.from('0123456789'));
     expect(output.text()).toBe('0123456789');
+  });
+});
+
+describe('OutputTail', () => {
+  it('keeps the last 20 non-blank lines, escaped and cut at 200 characters', () => {
+    const tail = new OutputTail();
+    for (let n = 1; n <= 25; n++) tail.push(`line ${n}`);
+    tail.push('   ');
+    tail.push('\u001b[31mred\u001b[0m');
+    tail.push('x'.repeat(300));
+    expect(tail.last).toHaveLength(20);
+    expect(tail.last[0]).toBe('line 8');
+    expect(tail.last).toContain('\\x1b[31mred\\x1b[0m');
+    expect(tail.last.at(-1)).toBe(`${'x'.repeat(200)}…`);
+  });
+
+  it('notes the last lines one after the other after the colon, and nothing without output', () => {
+    const tail = new OutputTail();
+    expect(tail.note()).toBe('');
+    tail.push('only');
+    expect(tail.note()).toBe('; last output: only');
+    tail.push('second');
+    expect(tail.note()).toBe('; last output: only\nsecond');
+    expect(tail.note(1)).toBe('; last output: second');
+    tail.clear();
+    expect(tail.note()).toBe('');
   });
 });

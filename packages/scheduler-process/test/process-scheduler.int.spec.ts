@@ -131,6 +131,21 @@ describe('ProcessScheduler (real processes)', () => {
       expect((error as Error).message).toBe('it exited with code 3 before it was up; last output: Error: cannot find module');
     });
 
+    it('reports the last 20 lines of a process that fails its start, each escaped, and writes them to the log line by line', async () => {
+      const s = scheduler({ startTimeoutMs: 1500 });
+      const printing = 'for n in $(seq 1 30); do echo "stack line $n"; done; printf "\\033[2Jcleared\\n"; sleep 0.2; echo "stderr last" >&2';
+
+      const exited = (await s.start(aSpec({ command: `${printing}; exit 1` })).catch((e: Error) => e)) as Error;
+      const silent = (await s.start(aSpec({ num: 2, command: `${printing}; exec sleep 1000` })).catch((e: Error) => e)) as Error;
+
+      const expected = [...Array.from({ length: 18 }, (_, i) => `stack line ${i + 13}`), '\\x1b[2Jcleared', 'stderr last'].join('\n');
+      expect(exited.message).toBe(`it exited with code 1 before it was up; last output: ${expected}`);
+      expect(silent.message).toMatch(/^it did not accept connections on port \d+ within 1\.5 s; last output: stack line 13\n/);
+      expect(silent.message.replace(/^.*; last output: /, '')).toBe(expected);
+      await eventually(() => events().includes('stderr last'));
+      expect(events().some((e) => e.includes('\n'))).toBe(false);
+    });
+
     it('waits for HEALTHCHECK_URL to answer 2xx, and rejects within HEALTHCHECK_TIMEOUT when it never does', async () => {
       const s = scheduler();
       const healthy = aSpec({ command: nodeApp(app.path), env: { SVC_APP: 'myapp', SVC_RELEASE: 'v2', HEALTHCHECK_URL: '/health', HEALTHY: 'yes' } });

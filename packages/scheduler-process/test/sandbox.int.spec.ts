@@ -307,14 +307,24 @@ describeWithSandbox('ProcessScheduler sandbox (hostile apps, real processes)', (
 
   it('installs its network rules idempotently and takes them away at shutdown', async () => {
     const chain = `SVC_APPS_${uidRange.from}`;
-    const rules = (): string => execFileSync('iptables', ['-w', '-S'], { encoding: 'utf8' });
+    const buildChain = `SVC_BUILD_${uidRange.from}`;
+    const rules = (tool = 'iptables'): string => execFileSync(tool, ['-w', '-S'], { encoding: 'utf8' });
     const first = await prepared();
     const second = await prepared();
-    expect(rules().split('\n').filter((line) => line.includes(`-j ${chain}`))).toHaveLength(1);
+    for (const tool of ['iptables', 'ip6tables']) {
+      expect(rules(tool).split('\n').filter((line) => line.includes(`-j ${chain}`))).toHaveLength(1);
+      // Build steps (the range's uids with the build group) pass a chain of their own too.
+      expect(rules(tool).split('\n').filter((line) => line.includes(`-j ${buildChain}`))).toEqual([
+        `-A OUTPUT -m owner --uid-owner ${uidRange.from}-${uidRange.to} --gid-owner ${uidRange.from - 1} --suppl-groups -j ${buildChain}`,
+      ]);
+    }
 
     await first.shutdown();
     await second.shutdown();
 
-    expect(rules()).not.toContain(chain);
+    for (const tool of ['iptables', 'ip6tables']) {
+      expect(rules(tool)).not.toContain(chain);
+      expect(rules(tool)).not.toContain(buildChain);
+    }
   });
 });

@@ -1,0 +1,219 @@
+import { existsSync } from 'node:fs';
+import { lstat, readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { RequestRejected } from '@svc/core';
+import { aRun } from './support/fixtures';
+import { fixtureBuildpack, NPM_CI_COMPILE, OFFLINE_APP, REGISTRY_APP } from './support/buildpacks';
+import { CompileFixture } from './support/compile';
+import { describeWithSandbox } from './support/sandbox';
+
+jest.setTimeout(180_000);
+
+/** Whether any live process has the real uid. */
+async function uidHasProcesses(uid: number): Promise<boolean> {
+  for (const name of await readdir('/proc')) {
+    if (!/^[0-9]+$/.test(name)) continue;
+    try {
+      const status = await readFile(`/proc/${name}/status`, 'utf8');
+      if (!/^State:\s+Z/m.test(status) && Number(/^Uid:\s+([0-9]+)/m.exec(status)?.[1]) === uid) return true;
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return false;
+}
+
+/** Every path of a tree whose owner is not `uid`. */
+async function notOwnedBy(dir: string, uid: number): Promise<string[]> {
+  const wrong: string[] = [];
+  const walk = async (path: string): Promise<void> => {
+    const info = await lstat(path);
+    if (info.uid !== uid || info.gid !== uid) wrong.push(`${path} ${info.uid}:${info.gid}`);
+    if (info.isDirectory()) for (const name of await readdir(path)) await walk(join(path, name));
+  };
+  await walk(dir);
+  return wrong;
+}
+
+describeWithSandbox('ProcessSourceCompiler (buildpack steps in the app sandbox, real processes)', () => {
+  const t = new CompileFixture();
+
+  afterEach(async () => {
+    await t.tearDown();
+  });
+
+  it('detects, compiles and releases as the app user: BUILD_DIR is /app, CACHE_DIR, ENV_DIR and HOME are its own, and the app runs its compiled files', async () => {
+    await t.setUp();
+    const buildpack = await fixtureBuildpack('shell', {
+      detect: 'test -f "$1/Procfile" && echo "Fixture shell"',
+      compile: `set -e
+echo "build dir $1 as $(id -u):$(id -g) groups $(id -G)"
+echo "secret is $(cat "$3/SECRET")"
+ls -la "$3"
+echo cached > "$2/cached.txt"
+echo home > "$HOME/home.txt" && echo "home $HOME"
+mkdir -p "$1/out" && echo compiled > "$1/out/compiled.txt"
+printf 'dangling' > "$1/out/link-target" && ln -s /app/out/link-target "$1/out/link"`,
+      release: "printf -- '---\\nconfig_vars:\\n  FROM_BUILDPACK: \"yes\"\\n'",
+    });
+    const request = await t.checkout('myapp', { Procfile: 'web: node server.js\n' }, { SECRET: 's3cret', 'bad/name': 'never' });
+    const session = await t.compiler.open(request);
+
+    await expect(session.detect(buildpack)).resolves.toBe('Fixture shell');
+    const output: string[] = [];
+    await session.compile(buildpack, (line) => output.push(line));
+    await expect(session.release(buildpack)).resolves.toBe('---\nconfig_vars:\n  FROM_BUILDPACK: "yes"');
+    await expect(session.finish(() => undefined)).resolves.toEqual({ image: null, workdir: request.directory });
+
+    const uid = await t.uidOf('myapp');
+    expect(output).toContain(`build dir /app as ${uid}:${uid} groups ${uid} ${t.uidRange.from - 1}`);
+    expect(output).toContain('secret is s3cret');
+    expect(output.join('\n')).not.toContain('bad');
+    expect(output).toContain('home /build/home');
+    expect(output.find((line) => line.endsWith(' SECRET'))).toMatch(new RegExp(`^-r-------- 1 app +app .* SECRET$`));
+    expect(await notOwnedBy(request.directory, uid)).toEqual([]);
+    expect(await readFile(join(t.cacheDir('myapp'), 'cached.txt'), 'utf8')).toBe('cached\n');
+    expect(((await stat(t.cacheDir('myapp'))).mode & 0o777).toString(8)).toBe('700');
+    expect((await stat(t.cacheDir('myapp'))).uid).toBe(uid);
+    // The build's config and home are gone; the app sees its compiled files where the build wrote them.
+    expect(await readdir(join(t.dataDir, 'build-tmp'))).toEqual([]);
+    const run = await t.scheduler.run(aRun('cat /app/out/compiled.txt /app/out/link && id -u', { app: 'myapp', workdir: request.directory }));
+    expect(run.output).toBe(`compiled\ndangling${uid}\n`);
+  });
+
+  it('says a non-matching detect with null, and fails a compile that exits non-zero with BUILD.FAILED', async () => {
+    await t.setUp();
+    const buildpack = await fixtureBuildpack('failing', { detect: 'exit 1', compile: 'echo trying; exit 3' });
+    const session = await t.compiler.open(await t.checkout('myapp', { 'a.txt': 'a' }));
+    await expect(session.detect(buildpack)).resolves.toBeNull();
+    const output: string[] = [];
+    const failure = session.compile(buildpack, (line) => output.push(line));
+    await expect(failure).rejects.toBeInstanceOf(RequestRejected);
+    await expect(failure).rejects.toMatchObject({ code: 'BUILD.FAILED', message: expect.stringContaining('bin/compile of the buildpack failing exited with code 3') });
+    expect(output).toEqual(['trying']);
+    await session.discard();
+    expect(await readdir(join(t.dataDir, 'build-tmp'))).toEqual([]);
+  });
+
+  it('runs npm ci of a file: dependency offline and of a registry dependency over HTTPS, as the app user, and the app requires them', async () => {
+    await t.setUp();
+    const buildpack = await fixtureBuildpack('npm', { detect: 'test -f "$1/package.json" && echo Node.js', compile: NPM_CI_COMPILE });
+
+    const offline = await t.checkout('offline', OFFLINE_APP, { NPM_FLAGS: '--offline' });
+    const offlineSession = await t.compiler.open(offline);
+    await expect(offlineSession.detect(buildpack)).resolves.toBe('Node.js');
+    const offlineOutput: string[] = [];
+    await offlineSession.compile(buildpack, (line) => offlineOutput.push(line));
+    await offlineSession.finish(() => undefined);
+    const offlineUid = await t.uidOf('offline');
+    expect(offlineOutput).toContain(`installed as ${offlineUid}`);
+    expect((await lstat(join(offline.directory, 'node_modules', 'local-dep'))).isSymbolicLink()).toBe(true);
+
+    const online = await t.checkout('online', REGISTRY_APP);
+    const session = await t.compiler.open(online);
+    const output: string[] = [];
+    await session.compile(buildpack, (line) => output.push(line));
+    await session.finish(() => undefined);
+    const uid = await t.uidOf('online');
+    expect(output).toContain(`installed as ${uid}`);
+    expect(await notOwnedBy(online.directory, uid)).toEqual([]);
+    expect(existsSync(join(t.cacheDir('online'), 'npm', '_cacache'))).toBe(true);
+    const run = await t.scheduler.run(
+      aRun(`node -e "console.log(require('is-number')(5), require('local-dep'))"`, { app: 'online', workdir: online.directory }),
+    );
+    expect(run).toEqual({ exitCode: 0, output: 'true local dependency\n' });
+  });
+
+  it("keeps an app's cache across its builds, shows it to no other app, empties it past the limit and removes it with the app", async () => {
+    await t.setUp({ cacheLimitBytes: 256 * 1024 });
+    const counting = await fixtureBuildpack('counting', {
+      compile: `n=$(cat "$2/count" 2>/dev/null || echo 0); echo $((n + 1)) > "$2/count"; echo "build $((n + 1))"; ls -A "$2" | tr '\\n' ' '; echo
+if [ -n "$(cat "$3/BIG" 2>/dev/null)" ]; then head -c 1048576 /dev/zero > "$2/big"; fi`,
+    });
+    const build = async (app: string, env: Record<string, string> = {}): Promise<string[]> => {
+      const session = await t.compiler.open(await t.checkout(app, { 'a.txt': 'a' }, env));
+      const output: string[] = [];
+      await session.compile(counting, (line) => output.push(line));
+      await session.finish(() => undefined);
+      return output;
+    };
+
+    expect(await build('myapp')).toContain('build 1');
+    expect(await build('myapp')).toContain('build 2');
+    // Another app starts from an empty cache of its own, and cannot reach the first one's.
+    expect(await build('other')).toEqual(['build 1', 'count ']);
+    const prying = await fixtureBuildpack('prying', {
+      compile: `cat ${t.cacheDir('myapp')}/count; ls ${t.dataDir}; ls /build; echo done`,
+    });
+    const session = await t.compiler.open(await t.checkout('other', { 'a.txt': 'a' }));
+    const pried: string[] = [];
+    await session.compile(prying, (line) => pried.push(line));
+    await session.finish(() => undefined);
+    expect(pried.join('\n')).toMatch(/No such file or directory[\s\S]*No such file or directory/);
+    expect(pried.filter((line) => !/No such file/.test(line))).toEqual(['buildpack', 'cache', 'env', 'home', 'done']);
+
+    const over = await build('myapp', { BIG: 'yes' });
+    expect(over).toContain('build 3');
+    expect(over.at(-1)).toMatch(/^The build cache held 1(\.\d+)? MiB, more than its limit of 256.0 KiB: it was emptied/);
+    expect(await readdir(t.cacheDir('myapp'))).toEqual([]);
+    expect(await build('myapp')).toContain('build 1');
+
+    await t.compiler.removeApp('myapp', t.uuid('myapp'));
+    expect(existsSync(t.cacheDir('myapp'))).toBe(false);
+    expect(existsSync(t.cacheDir('other'))).toBe(true);
+    await expect(t.compiler.removeApp('never-built', t.uuid('never-built'))).resolves.toBeUndefined();
+  });
+
+  it('kills a step past its time limit, a fork bomb, and a step over its memory limit, leaving no process of the app', async () => {
+    await t.setUp({ stepTimeoutMs: 4000, memoryLimitBytes: 128 * 1024 ** 2 }, [], 64);
+    const compileWith = async (app: string, body: string): Promise<unknown> => {
+      const buildpack = await fixtureBuildpack('hostile', { compile: body });
+      const session = await t.compiler.open(await t.checkout(app, { 'a.txt': 'a' }));
+      try {
+        await session.compile(buildpack, () => undefined);
+        return null;
+      } catch (error) {
+        return error;
+      } finally {
+        await session.discard();
+      }
+    };
+
+    const started = Date.now();
+    expect(await compileWith('sleeper', '(setsid sleep 300 &); sleep 300')).toMatchObject({
+      code: 'BUILD.FAILED',
+      message: 'The image build failed: bin/compile of the buildpack hostile ran longer than its time limit of 4 s',
+    });
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(await uidHasProcesses(await t.uidOf('sleeper'))).toBe(false);
+
+    const bomb = (await compileWith('bomber', 'b() { b | b & }; b; sleep 300')) as Error;
+    expect(bomb.message).toMatch(/ran longer than its time limit of 4 s|exited with code|killed/);
+    expect(await uidHasProcesses(await t.uidOf('bomber'))).toBe(false);
+
+    const hog = `node -e "const a = []; setInterval(() => a.push(Buffer.alloc(32 * 1024 * 1024, 1)), 50)"`;
+    expect(await compileWith('hog', hog)).toMatchObject({ message: expect.stringMatching(/bin\/compile of the buildpack hostile held more memory than its limit of 128.0 MiB/) });
+    expect(await uidHasProcesses(await t.uidOf('hog'))).toBe(false);
+  });
+
+  it("fails a step past the build's own time limit, and a compile that prints past its output limit", async () => {
+    await t.setUp({ buildTimeoutMs: 3000, outputLimitBytes: 64 * 1024 });
+    const slow = await fixtureBuildpack('slow', { detect: 'sleep 2; echo slow', compile: 'sleep 300' });
+    const session = await t.compiler.open(await t.checkout('myapp', { 'a.txt': 'a' }));
+    await expect(session.detect(slow)).resolves.toBe('slow');
+    await expect(session.compile(slow, () => undefined)).rejects.toMatchObject({ message: expect.stringContaining("ran past the build's time limit of 3 s") });
+    await session.discard();
+
+    const chatty = await fixtureBuildpack('chatty', { compile: 'yes "a line of output"' });
+    const chattyCheckout = await t.checkout('myapp', { 'a.txt': 'a' });
+    const next = await t.compiler.open(chattyCheckout);
+    const lines: string[] = [];
+    await expect(next.compile(chatty, (line) => lines.push(line))).rejects.toMatchObject({ message: expect.stringContaining('printed more than its output limit of 64.0 KiB') });
+    expect(lines.length).toBeGreaterThan(1000);
+    expect(lines.join('\n').length).toBeLessThanOrEqual(64 * 1024);
+    await next.discard();
+    // A discarded checkout is given back to the controller: no process of the app can write there.
+    expect((await stat(chattyCheckout.directory)).uid).toBe(0);
+    expect((await stat(join(chattyCheckout.directory, 'a.txt'))).uid).toBe(0);
+  });
+});

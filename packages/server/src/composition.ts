@@ -7,8 +7,10 @@ import {
   type ApiVersion,
   USE_CASES,
   type CoreDependencies,
+  type BuildpackCatalog,
   type ImageBuilder,
   type LogStore,
+  type SourceCompiler,
   type Scheduler,
   type SecretBox,
   type Settings,
@@ -29,6 +31,7 @@ import { AppRouter, RouterCluster, type AppRouterOptions, type LogLevel, type Re
 import type { ControllerMetrics } from '@svc/metrics-prometheus';
 import type { DockerSettings, ImageBuildSettings, SchedulerKind, SwarmSettings } from './config';
 import { DrainingScheduler, LeavingContainers, PlatformRouteTable, StoredCertificates } from './routing';
+import { buildsModule, type BuildpackSetup } from './compose-builds';
 
 /** Any use case class: constructed from the core's dependencies. */
 type UseCaseClass = new (deps: CoreDependencies) => object;
@@ -80,6 +83,8 @@ export interface CompositionOptions {
   logger: HttpLogger;
   /** How pushed commits are built into images; absent or null: they run from their checkout. */
   imageBuilds?: ImageBuildSettings | null;
+  /** How pushed commits without a Dockerfile are compiled with buildpacks; absent or null: they run as pushed. */
+  buildpacks?: BuildpackSetup | null;
   /** The registry's login (REGISTRY_USERNAME, REGISTRY_PASSWORD): image pushes, pulls and Swarm services of its images carry it; absent or null: none. */
   registryLogin?: RegistryLogin | null;
   /** The git server (git push deploys); absent or null: none. */
@@ -312,6 +317,8 @@ const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined) 
       random: ctx.get(TOKENS.RandomSource),
       settings: ctx.get(TOKENS.Settings),
       images: ctx.get<ImageBuilder | null>(TOKENS.ImageBuilder),
+      compiler: ctx.get<SourceCompiler | null>(TOKENS.SourceCompiler),
+      buildpacks: ctx.get<BuildpackCatalog | null>(TOKENS.BuildpackCatalog),
       deployObserver: metrics,
     }));
     // Each use case class is its own binding, built by a factory: the core needs no decorators.
@@ -420,6 +427,8 @@ export function compose(options: CompositionOptions): {
     schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes, options.docker, options.swarm, options.registryLogin ?? null),
     // The process scheduler runs checkouts: pushed commits are built into images for the others.
     imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null), options.registryLogin ?? null),
+    // Buildpacks compile where the app's code runs: in the process sandbox here.
+    buildsModule(options.buildpacks ?? null, options.scheduler === 'process' ? 'process' : 'none', () => container.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler)),
     coreModule(options.settings, options.metrics?.collector),
     httpModule(options),
     gitModule(options.git ?? null, options.logger),

@@ -285,6 +285,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     logger,
     git: git?.setup ?? null,
     imageBuilds: config.imageBuilds,
+    buildpacks: { ...config.buildpacks, dataDir },
     registryLogin: config.registryLogin,
     shutdown: shutdown.signal,
     metrics: metrics === null ? null : { collector: metrics, token: config.metrics.token },

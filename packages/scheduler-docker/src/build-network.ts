@@ -130,6 +130,9 @@ export async function prepareBuildNetwork(docker: Docker, options: BuildNetworkO
     network = (await docker.getNetwork(options.network).inspect()) as Docker.NetworkInspectInfo;
   }
   if (network.EnableIPv6) throw new Error(`the build network ${options.network} has IPv6 on: remove it and let the controller make it`);
+  if (network.Options?.['com.docker.network.bridge.enable_icc'] !== 'false') {
+    throw new Error(`the build network ${options.network} lets containers reach each other (com.docker.network.bridge.enable_icc is not false): remove it and let the controller make it`);
+  }
   const bridge = network.Options?.['com.docker.network.bridge.name'] ?? `br-${network.Id.slice(0, 12)}`;
   const resolvers = ipv4Nameservers(await readFile(options.resolvConf, 'utf8').catch(() => ''));
   await guardHostFromBridge(bridge, []);

@@ -66,11 +66,20 @@ export class DockerCompileSession implements CompileSession {
 
   async detect(buildpack: InstalledBuildpack): Promise<string | null> {
     const path = await this.install(buildpack);
-    const lines: string[] = [];
-    const result = await this.step({ cmd: [`${path}/bin/detect`, COMPILE_PATHS.build], timeoutMs: this.settings.stepTimeoutMs, onLine: (which, line) => which === 'stdout' && lines.push(line) }, `bin/detect of ${buildpack.name}`);
+    let first: string | null = null;
+    const result = await this.step(
+      {
+        cmd: [`${path}/bin/detect`, COMPILE_PATHS.build],
+        timeoutMs: this.settings.stepTimeoutMs,
+        onLine: (which, line) => {
+          if (which === 'stdout' && first === null && line.trim() !== '') first = line;
+        },
+      },
+      `bin/detect of ${buildpack.name}`,
+    );
     await killLeftovers(this.container);
     if (result.exitCode !== 0) return null;
-    const name = plainLine(lines.find((line) => line.trim() !== '') ?? '').trim();
+    const name = plainLine(first ?? '').trim();
     return name === '' ? buildpack.name : name.slice(0, 200);
   }
 

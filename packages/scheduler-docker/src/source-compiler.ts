@@ -12,6 +12,9 @@ import { ensureStackImage, type StackImageSource } from './stack-image';
 
 const MIB = 1024 * 1024;
 
+/** The name every build container starts with. */
+export const COMPILE_CONTAINER_PREFIX = 'svc-compile-';
+
 /** How buildpack builds run on a Docker engine; every limit has a default. */
 export interface DockerSourceCompilerOptions {
   /** The engine client. */
@@ -143,7 +146,7 @@ export class DockerSourceCompiler implements SourceCompiler {
     const entrypoint = (stack.Config.Entrypoint as string[] | null | undefined) ?? [];
     const idle = String(Math.ceil(this.settings.timeoutMs / 1000) + 60);
     const container = await this.docker.createContainer({
-      name: `svc-compile-${randomUUID()}`,
+      name: `${COMPILE_CONTAINER_PREFIX}${randomUUID()}`,
       Image: this.settings.stackImage,
       // The container idles as another user than the steps': a step's `kill -1` cannot end it.
       // An empty entrypoint cannot be committed back, so the stack's is replaced only when it has one.
@@ -196,6 +199,27 @@ export class DockerSourceCompiler implements SourceCompiler {
       throw error;
     }
     return session;
+  }
+
+  /**
+   * Removes the build containers an interrupted controller left on this compiler's network
+   * (older than twice the build time limit: no build of a running controller can still use
+   * them); resolves with how many.
+   * Call it at start-up.
+   */
+  async removeLeftovers(): Promise<number> {
+    const listed = await this.docker.listContainers({ all: true, filters: { name: [COMPILE_CONTAINER_PREFIX], label: [LABELS.app], network: [this.settings.network] } });
+    const before = Date.now() / 1000 - (2 * this.settings.timeoutMs) / 1000;
+    let removed = 0;
+    for (const info of listed) {
+      if (!info.Names.some((name) => name.replace(/^\//, '').startsWith(COMPILE_CONTAINER_PREFIX)) || info.Created > before) continue;
+      await this.docker
+        .getContainer(info.Id)
+        .remove({ force: true })
+        .then(() => removed++)
+        .catch(() => undefined);
+    }
+    return removed;
   }
 
   async removeApp(_app: string, appUuid: string): Promise<void> {

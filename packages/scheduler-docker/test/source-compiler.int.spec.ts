@@ -191,6 +191,17 @@ describeWithEngine('DockerSourceCompiler against a real engine', () => {
     expect(await imagesOf(app)).toEqual([]);
   });
 
+  it('removes the build containers an interrupted controller left, once older than twice the time limit', async () => {
+    const { app, uuid } = newApp();
+    const session = await compiler.open({ app, appUuid: uuid, directory: await checkout('left', { 'run.sh': 'true\n' }), env: {} });
+    expect(await containersOf(app)).toHaveLength(1);
+    await expect(compiler.removeLeftovers()).resolves.toBe(0);
+    await new Promise((done) => setTimeout(done, 2100));
+    await expect(make({ timeoutMs: 500 }).removeLeftovers()).resolves.toBe(1);
+    expect(await containersOf(app)).toEqual([]);
+    await session.discard();
+  });
+
   it('reaches the npm registry from a compile: npm ci installs a registry dependency into the image', async () => {
     const { app, uuid } = newApp();
     const dir = await checkout('npm', {

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { DomainError, type InstalledBuildpack } from '@svc/core';
 import { APP_LABEL, APP_UUID_LABEL, DockerSourceCompiler, cacheVolumeName, unguardBuildBridge, type DockerSourceCompilerOptions } from '../src';
 import { SCRIPT_BUILDPACK, addNpm, compileWith, makeStackImage, writeTree } from './support/compile';
@@ -9,6 +10,26 @@ import { TEST_DOCKER_HOST, TEST_REGISTRY, connectTestEngine, describeWithEngine,
 jest.setTimeout(180_000);
 
 const MIB = 1024 * 1024;
+
+/** The repository's Node.js buildpack. */
+const NODE_BUILDPACK = resolve(__dirname, '../../../buildpacks/node');
+
+/** A lockfile of a package depending on is-number 7.0.0 alone. */
+const IS_NUMBER_LOCK = (name: string): object => ({
+  name,
+  version: '1.0.0',
+  lockfileVersion: 3,
+  requires: true,
+  packages: {
+    '': { name, version: '1.0.0', dependencies: { 'is-number': '7.0.0' } },
+    'node_modules/is-number': {
+      version: '7.0.0',
+      resolved: 'https://registry.npmjs.org/is-number/-/is-number-7.0.0.tgz',
+      integrity: 'sha512-41Cifkg6e8TylSpdtTpeLVMqvSBEVzTttHvERD741+pnZ8ANv0004MRL43QKPDlK9cGvNp6NZWZUBlbGXYxxng==',
+      engines: { node: '>=0.12.0' },
+    },
+  },
+});
 
 describeWithEngine('DockerSourceCompiler against a real engine', () => {
   const tag = `${process.pid.toString(36)}${Date.now().toString(36)}`;
@@ -206,21 +227,7 @@ describeWithEngine('DockerSourceCompiler against a real engine', () => {
     const { app, uuid } = newApp();
     const dir = await checkout('npm', {
       'package.json': JSON.stringify({ name: 'npm-fixture', version: '1.0.0', private: true, dependencies: { 'is-number': '7.0.0' } }),
-      'package-lock.json': JSON.stringify({
-        name: 'npm-fixture',
-        version: '1.0.0',
-        lockfileVersion: 3,
-        requires: true,
-        packages: {
-          '': { name: 'npm-fixture', version: '1.0.0', dependencies: { 'is-number': '7.0.0' } },
-          'node_modules/is-number': {
-            version: '7.0.0',
-            resolved: 'https://registry.npmjs.org/is-number/-/is-number-7.0.0.tgz',
-            integrity: 'sha512-41Cifkg6e8TylSpdtTpeLVMqvSBEVzTttHvERD741+pnZ8ANv0004MRL43QKPDlK9cGvNp6NZWZUBlbGXYxxng==',
-            engines: { node: '>=0.12.0' },
-          },
-        },
-      }),
+      'package-lock.json': JSON.stringify(IS_NUMBER_LOCK('npm-fixture')),
       'run.sh': 'export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt; npm ci --no-audit --no-fund --no-update-notifier --cache "$2/npm" 2>&1 | tail -n 3\n',
     });
     const session = await compiler.open({ app, appUuid: uuid, directory: dir, env: {} });
@@ -229,6 +236,24 @@ describeWithEngine('DockerSourceCompiler against a real engine', () => {
     const result = await session.finish(() => undefined);
     const out = await runIn(docker, result.image ?? '', ['node', '-e', 'console.log(String(require("/app/node_modules/is-number")(5)))']);
     expect({ out: out.trim(), lines: compiled.lines }).toMatchObject({ out: 'true', lines: expect.arrayContaining([expect.stringMatching(/^added 1 package/)]) });
+  });
+
+  // The repository's own Node.js buildpack, once it is there: a whole session, as a push runs it.
+  (existsSync(NODE_BUILDPACK) ? it : it.skip)('builds an npm app with the repository\'s Node.js buildpack: detect, compile (npm ci from the registry), release', async () => {
+    const { app, uuid } = newApp();
+    const dir = await checkout('node-buildpack', {
+      'package.json': JSON.stringify({ name: 'node-fixture', version: '1.0.0', private: true, scripts: { start: 'node server.js' }, dependencies: { 'is-number': '7.0.0' } }),
+      'package-lock.json': JSON.stringify(IS_NUMBER_LOCK('node-fixture')),
+      'server.js': 'console.log(String(require("is-number")(5)));\n',
+    });
+    const node: InstalledBuildpack = { name: 'node', directory: NODE_BUILDPACK };
+    const session = await compiler.open({ app, appUuid: uuid, directory: dir, env: { NODE_ENV: 'production' } });
+    expect(await session.detect(node)).toBe('Node.js');
+    const compiled = await compileWith(session, node);
+    expect({ error: compiled.error?.message ?? null, lines: compiled.lines }).toMatchObject({ error: null });
+    expect(await session.release(node)).toMatch(/web: npm start/);
+    const result = await session.finish(() => undefined);
+    expect((await runIn(docker, result.image ?? '', ['node', 'server.js'])).trim()).toBe('true');
   });
 
   itWithRegistry('pushes the committed image to the registry and resolves with its digest reference', async () => {

@@ -40,8 +40,8 @@ export function makeStackImage(image: string): Promise<void> {
 }
 
 /**
- * Lays npm (the host's) onto a stack image, for a stack recipe that has none yet: the
- * modules under /usr/local/lib/node_modules/npm and an `npm` command.
+ * Lays npm (the host's) onto a stack image, as the stack recipe with npm does: the modules
+ * under /usr/local/lib/node_modules/npm, an `npm` command, and node trusting the CA bundle.
  */
 export async function addNpm(docker: Docker, stack: string, image: string, npmDirectory: string): Promise<void> {
   const container = await docker.createContainer({ Image: stack, Cmd: ['/bin/true'], User: '0:0' });
@@ -50,7 +50,7 @@ export async function addNpm(docker: Docker, stack: string, image: string, npmDi
     await container.putArchive(modules, { path: '/' });
     const command = pack(join(__dirname, 'npm-command'), { map: (header) => ({ ...header, name: `usr/local/bin/${header.name}`, uid: 0, gid: 0 }) });
     await container.putArchive(command, { path: '/' });
-    await container.commit({ repo: image.split(':')[0], tag: image.split(':')[1] ?? 'latest', changes: ['CMD ["/bin/sh"]'] });
+    await container.commit({ repo: image.split(':')[0], tag: image.split(':')[1] ?? 'latest', changes: ['CMD ["/bin/sh"]', 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt'] });
   } finally {
     await container.remove({ force: true });
   }

@@ -197,6 +197,8 @@ export class DockerCompileSession implements CompileSession {
     if (this.expired) throw this.timeUp();
     if (result.timedOut) {
       this.expired = true;
+      // A compile's limit is what is left of the build's: past it, the build took too long.
+      if (Date.now() - this.started >= this.settings.timeoutMs - 1000) throw this.timeUp();
       throw buildFailed(`${what} took longer than ${Math.round(run.timeoutMs / 1000)} seconds, the most it may take.`);
     }
     return result;

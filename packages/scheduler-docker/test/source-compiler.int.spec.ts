@@ -205,11 +205,18 @@ describeWithEngine('DockerSourceCompiler against a real engine', () => {
     const compiled = await compileWith(session, buildpack);
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(compiled.lines).toEqual(['starting']);
-    expect(compiled.error?.message).toMatch(/took longer than 5 seconds/);
+    expect(compiled.error?.message).toBe('The image build failed: it took longer than 5 seconds, the most a build may take.');
     await expect(session.finish(() => undefined)).rejects.toThrow(/took longer than 5 seconds/);
     await session.discard();
     expect(await containersOf(app)).toEqual([]);
     expect(await imagesOf(app)).toEqual([]);
+
+    // A step's own limit: bin/detect has a few seconds, whatever the build has left.
+    const stuck: InstalledBuildpack = { name: 'stuck', directory: await writeTree(join(root, 'buildpacks', 'stuck'), { ...SCRIPT_BUILDPACK, 'bin/detect': '#!/bin/sh\nsleep 60\n' }) };
+    const detecting = await make({ stepTimeoutMs: 2000 }).open({ app, appUuid: uuid, directory: slow, env: {} });
+    await expect(detecting.detect(stuck)).rejects.toThrow('The image build failed: bin/detect of stuck took longer than 2 seconds, the most it may take.');
+    await detecting.discard();
+    expect(await containersOf(app)).toEqual([]);
   });
 
   it('removes the build containers an interrupted controller left, once older than twice the time limit', async () => {

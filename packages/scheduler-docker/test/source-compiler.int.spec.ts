@@ -90,6 +90,10 @@ describeWithEngine('DockerSourceCompiler against a real engine', () => {
         'grep CapEff /proc/self/status',
         'grep NoNewPrivs /proc/self/status',
         'touch /etc/written 2>/dev/null && echo "wrote /etc" || echo "cannot write /etc"',
+        'echo junk > /tmp/junk',
+        // Hostile: end every process it may signal (the idle one is another user's), overwrite the buildpack, leave files in /tmp.
+        'kill -9 -1 2>/dev/null; echo "still compiling"',
+        'echo > /buildpacks/0/bin/release 2>/dev/null || echo "cannot write bin/release"',
         '',
       ].join('\n'),
       'lib/source.txt': 'from the commit\n',
@@ -104,6 +108,8 @@ describeWithEngine('DockerSourceCompiler against a real engine', () => {
     expect(lines).toContainEqual(expect.stringMatching(/^CapEff:\s+0000000000000000$/));
     expect(lines).toContainEqual(expect.stringMatching(/^NoNewPrivs:\s+1$/));
     expect(lines).toContain('cannot write /etc');
+    expect(lines).toContain('cannot write bin/release');
+    expect(lines).toContain('still compiling');
     expect(await session.release(buildpack)).toContain('default_process_types:\n  web: sh -c "httpd -f -p $PORT"');
 
     const result = await session.finish(() => undefined);

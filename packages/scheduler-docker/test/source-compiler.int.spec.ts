@@ -1,5 +1,6 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DomainError, type InstalledBuildpack } from '@svc/core';
@@ -63,7 +64,7 @@ describeWithEngine('DockerSourceCompiler against a real engine', () => {
     root = await mkdtemp(join(tmpdir(), 'svc-compile-'));
     buildpack = { name: 'script', directory: await writeTree(join(root, 'buildpacks', 'script'), SCRIPT_BUILDPACK) };
     await makeStackImage(stack);
-    await addNpm(docker, stack, npmStack, '/usr/lib/node_modules/npm');
+    await addNpm(docker, stack, npmStack, join(execFileSync('npm', ['root', '-g'], { encoding: 'utf8' }).trim(), 'npm'));
     compiler = make();
   }, 600_000);
 

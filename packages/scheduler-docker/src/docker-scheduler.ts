@@ -14,6 +14,7 @@ import {
   followLines,
   formatSeconds,
   lastOutputNote,
+  OutputTail,
   sleep,
   sortedEntries,
   waitAtMost,
@@ -67,7 +68,7 @@ interface Managed {
   upSince: number | null;
   failures: number;
   restartTimer: NodeJS.Timeout | null;
-  lastLine: string | null;
+  lastLines: OutputTail;
   /** Ends the log stream and the wait of the current engine container. */
   watch: AbortController | null;
   logsEnded: Promise<void> | null;
@@ -153,7 +154,7 @@ export class DockerScheduler implements Scheduler {
       upSince: null,
       failures: 0,
       restartTimer: null,
-      lastLine: null,
+      lastLines: new OutputTail(),
       watch: null,
       logsEnded: null,
       exitSeen: null,
@@ -358,7 +359,7 @@ export class DockerScheduler implements Scheduler {
   private async launch(managed: Managed): Promise<void> {
     const { spec } = managed;
     managed.state = 'created';
-    managed.lastLine = null;
+    managed.lastLines.clear();
     await this.removeEngineContainer(managed);
     const image = await this.base.images.inspect(spec.app, spec.image, spec.release);
     if (managed.stopping) throw new Error('it was stopped before it was up');
@@ -434,7 +435,7 @@ export class DockerScheduler implements Scheduler {
     const source = `${spec.app}[${spec.type}.${spec.num}]`;
     const stream = (await container.logs({ follow: true, stdout: true, stderr: true, since, abortSignal: watch.signal })) as unknown as Readable;
     managed.logsEnded = followLines(stream, (_which, line) => {
-      managed.lastLine = line;
+      managed.lastLines.push(line);
       this.log.write(spec.app, source, line);
     });
     watch.signal.addEventListener('abort', () => stream.destroy(), { once: true });
@@ -496,8 +497,9 @@ export class DockerScheduler implements Scheduler {
     );
   }
 
+  /** The last lines of the container's output (up to 20), for a failed start. */
   private lastOutput(managed: Managed): string {
-    return lastOutputNote(managed.lastLine);
+    return lastOutputNote(managed.lastLines.lines());
   }
 
   /** The engine container of an `up` container exited by itself: a crash, restarted after the back-off. */
@@ -513,7 +515,7 @@ export class DockerScheduler implements Scheduler {
     const delay = Math.min(this.backoff.maxMs, this.backoff.initialMs * 2 ** managed.failures);
     managed.failures++;
     managed.state = 'crashed';
-    this.event(managed.spec.app, `${managed.label} crashed: it ${reason}${this.lastOutput(managed)}; starting it again in ${formatSeconds(delay)}`);
+    this.event(managed.spec.app, `${managed.label} crashed: it ${reason}${lastOutputNote(managed.lastLines.last())}; starting it again in ${formatSeconds(delay)}`);
     managed.restartTimer = setTimeout(() => void this.restart(managed), delay);
     managed.restartTimer.unref();
   }

@@ -285,9 +285,52 @@ export async function followLines(stream: Readable, onLine: (which: OutputStream
   for (const line of lines.stderr.end()) onLine('stderr', line);
 }
 
-/** The last line of output, shortened, as the end of a failure's reason; empty when there is none. */
-export function lastOutputNote(line: string | null): string {
-  const text = line?.trim();
-  if (!text) return '';
-  return `; last output: ${text.length > 200 ? `${text.slice(0, 200)}…` : text}`;
+/** How many of a container's last lines of output a failed start shows. */
+export const LAST_OUTPUT_LINES = 20;
+
+/** The longest line a failure's reason shows of the output, in characters. */
+const LAST_LINE_CHARS = 200;
+
+/** The last lines a process printed, at most `size` of them. */
+export class OutputTail {
+  private readonly kept: string[] = [];
+
+  constructor(private readonly size = LAST_OUTPUT_LINES) {}
+
+  push(line: string): void {
+    this.kept.push(line);
+    if (this.kept.length > this.size) this.kept.shift();
+  }
+
+  clear(): void {
+    this.kept.length = 0;
+  }
+
+  /** The kept lines, oldest first. */
+  lines(): string[] {
+    return [...this.kept];
+  }
+
+  /** The newest line, or null. */
+  last(): string | null {
+    return this.kept[this.kept.length - 1] ?? null;
+  }
+}
+
+/** One line of output as a failure's reason shows it: trimmed, control characters escaped (`\\u001b`), at most 200 characters. */
+export function shownOutputLine(line: string): string {
+  // eslint-disable-next-line no-control-regex -- escaping control characters is the point
+  const text = line.trim().replace(/[\u0000-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return text.length > LAST_LINE_CHARS ? `${text.slice(0, LAST_LINE_CHARS)}…` : text;
+}
+
+/**
+ * The last lines of output as the end of a failure's reason (`; last output: ...`, one line
+ * after the other, the blank ones left out, each shortened); empty when there is none. A
+ * single line (a crash's log line) stays on the reason's line.
+ */
+export function lastOutputNote(lines: string | readonly string[] | null): string {
+  const shown = (lines === null ? [] : typeof lines === 'string' ? [lines] : lines).map(shownOutputLine).filter((line) => line !== '');
+  if (shown.length === 0) return '';
+  return `; last output: ${shown.join('\n')}`;
 }

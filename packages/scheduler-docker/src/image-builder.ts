@@ -7,7 +7,9 @@ import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
 import { buildFailed, isDigestReference, isReleaseImage, type ImageBuilder, type ImageBuildRequest } from '@svc/core';
 import { LABELS } from './engine';
-import { authFor, type RegistryLogin } from './registry-login';
+import { CONTROL, buildErrorMessage, limitedOutput } from './build-output';
+import type { RegistryLogin } from './registry-login';
+import { PUSHED_TAG, pushBuild } from './registry-push';
 import { UnreadableReference, imageReferences } from './dockerfile-references';
 
 /** The user (uid and gid) apps run as: a Procfile build's files in `/app` belong to it. */
@@ -49,24 +51,7 @@ export interface DockerImageBuilderOptions {
   registryLogin?: Pick<RegistryLogin, 'username' | 'password'> | null;
 }
 
-/** The tag a build is pushed under (`<registry>/<app>:build-<image id>`), which prune knows as the builder's own. */
-const PUSHED_TAG = /^build-[0-9a-f]{16}$/;
-
-/** One message of the engine's push stream. */
-interface PushMessage {
-  status?: string;
-  id?: string;
-  error?: string;
-  errorDetail?: { message?: string };
-  progressDetail?: { total?: number };
-  aux?: { Digest?: string };
-}
-
 const MIB = 1024 * 1024;
-const LINE_LIMIT = 2000;
-// Everything the engine prints that is not text: colours, cursor moves, other control characters.
-// eslint-disable-next-line no-control-regex -- matching control characters is the point
-const CONTROL = /\u001b\[[0-9;?]*[A-Za-z]|[\u0000-\u0008\u000b-\u001f\u007f]/g;
 const STEP = /^Step \d+\/\d+ : (\S+)/i;
 const LAYER = /^ ---> ([0-9a-f]{12,64})$/;
 
@@ -107,7 +92,7 @@ async function dockerignoreOf(directory: string): Promise<Excluded> {
 }
 
 /** Sums the sizes of a directory's entries without following links; stops counting past `limit`. */
-async function sizeOf(directory: string, limit: number, excluded: Excluded): Promise<number> {
+export async function sizeOf(directory: string, limit: number, excluded: Excluded): Promise<number> {
   let total = 0;
   const pending = [directory];
   while (pending.length > 0 && total <= limit) {
@@ -122,13 +107,7 @@ async function sizeOf(directory: string, limit: number, excluded: Excluded): Pro
   return total;
 }
 
-const messageOf = (error: unknown): string => {
-  if (error !== null && typeof error === 'object') {
-    const json = (error as { json?: { message?: unknown } }).json;
-    if (json && typeof json.message === 'string') return json.message;
-  }
-  return error instanceof Error ? error.message : String(error);
-};
+const messageOf = buildErrorMessage;
 
 const statusOf = (error: unknown): number | undefined =>
   error !== null && typeof error === 'object' ? (error as { statusCode?: number }).statusCode : undefined;
@@ -194,13 +173,7 @@ export class DockerImageBuilder implements ImageBuilder {
       return id;
     }
     try {
-      return await this.push(request.app, id, this.registry, abort.signal, output);
-    } catch (error) {
-      // Nothing of a build the nodes cannot pull is kept: the image goes with its registry name.
-      await this.docker.getImage(id).remove({ force: true }).catch(() => undefined);
-      const reason = abort.signal.aborted ? `no answer within ${Math.round(this.options.timeoutMs / 1000)} seconds` : messageOf(error).trim();
-      output(`The push to ${this.registry} failed: ${reason.replace(CONTROL, '')}`);
-      throw new Error(`pushing the image to the registry ${this.registry} failed: ${reason}`);
+      return await pushBuild(this.docker, request.app, id, { registry: this.registry, login: this.login, signal: abort.signal, timeoutMs: this.options.timeoutMs }, output);
     } finally {
       clearTimeout(timer);
     }
@@ -250,47 +223,6 @@ export class DockerImageBuilder implements ImageBuilder {
   private isPushedName(app: string, name: string): boolean {
     const repository = `${this.registry ?? ''}/${app}:`;
     return this.registry !== null && name.startsWith(repository) && PUSHED_TAG.test(name.slice(repository.length));
-  }
-
-  /**
-   * Names a built image `<registry>/<app>:build-<id>` and pushes it, its progress told to the
-   * pusher one line per layer and status; resolves with `<registry>/<app>@sha256:...`, the
-   * reference every node pulls the exact image by.
-   */
-  private async push(app: string, id: string, registry: string, signal: AbortSignal, output: (line: string) => void): Promise<string> {
-    const repository = `${registry}/${app}`;
-    const tag = `build-${id.replace(/^sha256:/, '').slice(0, 16)}`;
-    await this.docker.getImage(id).tag({ repo: repository, tag });
-    output(`Pushing ${repository}:${tag}`);
-    // Without a login the credential is empty: the engine wants the header all the same.
-    const authconfig = authFor(this.login, repository) ?? {};
-    const stream = (await this.docker.getImage(repository).push({ tag, authconfig, abortSignal: signal } as Docker.ImagePushOptions)) as NodeJS.ReadableStream;
-    let digest: string | null = null;
-    let failure: string | null = null;
-    const seen = new Set<string>();
-    await new Promise<void>((resolve, reject) => {
-      this.docker.modem.followProgress(
-        stream,
-        (error: Error | null) => (error ? reject(error) : resolve()),
-        (message: PushMessage) => {
-          if (message.error !== undefined || message.errorDetail !== undefined) failure = message.errorDetail?.message ?? message.error ?? 'the push failed';
-          if (typeof message.aux?.Digest === 'string') digest = message.aux.Digest;
-          // Byte counters would flood the output: one line per layer and status.
-          if (!message.status || message.progressDetail?.total) return;
-          const line = (message.id ? `${message.id}: ${message.status}` : message.status).replace(CONTROL, '').trim();
-          if (line === '' || seen.has(line)) return;
-          seen.add(line);
-          output(line);
-        },
-      );
-    });
-    if (signal.aborted) throw new Error('The push was stopped');
-    if (failure !== null) throw new Error(failure);
-    const pushed = digest as string | null;
-    if (pushed === null || !/^sha256:[0-9a-f]{64}$/.test(pushed)) throw new Error('the registry accepted the image without naming its digest');
-    const reference = `${repository}@${pushed}`;
-    output(`Pushed ${reference}`);
-    return reference;
   }
 
   /** The build context of a Procfile-only commit: its files under `app/`, and a Dockerfile laying them onto the stack. */
@@ -367,7 +299,7 @@ export class DockerImageBuilder implements ImageBuilder {
       if (status !== undefined && status >= 400 && status < 500) throw buildFailed(messageOf(error).trim());
       throw error;
     }
-    const say = this.limitedOutput(output);
+    const say = limitedOutput(output, this.options.outputLimitBytes);
     let id: string | null = null;
     let failure: string | null = null;
     let fromStep = false;
@@ -418,23 +350,6 @@ export class DockerImageBuilder implements ImageBuilder {
     }
     if (id === null) throw new Error('The engine finished the build without naming an image');
     return id;
-  }
-
-  /** Forwards output lines up to the output limit, then one line saying the rest is left out. */
-  private limitedOutput(output: (line: string) => void): (line: string) => void {
-    let left = this.options.outputLimitBytes;
-    let cut = false;
-    return (line: string) => {
-      if (cut) return;
-      const text = line.length > LINE_LIMIT ? `${line.slice(0, LINE_LIMIT)}...` : line;
-      left -= Buffer.byteLength(text) + 1;
-      if (left < 0) {
-        cut = true;
-        output('(further build output left out)');
-        return;
-      }
-      output(text);
-    };
   }
 
   /** Removes the layers a failed build made, newest first; a layer another image needs stays. */

@@ -17,6 +17,9 @@ export {
   DEFAULT_DOCKER_HOST,
   FrameDemultiplexer,
   LABELS,
+  LAST_OUTPUT_LINES,
+  OutputTail,
+  lastOutputNote,
   SHARES_PER_CPU,
   createEngine,
   dockerHostOptions,
@@ -31,3 +34,7 @@ export { MEMBERS_LABEL, SwarmScheduler, drainScript, healthScript, parseServiceL
 export { guardChainName, guardHostFromBridge, unguardHostFromBridge } from './host-guard';
 /** The engine client type (dockerode's), for those that share one. */
 export type { default as Docker } from 'dockerode';
+export { COMPILE_CONTAINER_PREFIX, DockerSourceCompiler, cacheVolumeName, type DockerSourceCompilerOptions } from './source-compiler';
+export { COMPILE_PATHS } from './compile-session';
+export { BLOCKED_RANGES, BUILD_BRIDGE, BUILD_NETWORK, egressChainName, egressRules, ipv4Nameservers, unguardBuildBridge } from './build-network';
+export { STACK_IMAGE_SCRIPT, checkStackImage, stackImageCommand, type StackImageCheck, type StackImageSource } from './stack-image';

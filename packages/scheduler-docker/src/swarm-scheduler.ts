@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type Docker from 'dockerode';
 import { memoryLimitBytes, type BatchedLogWriter, type ContainerSpec, type ContainerState, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
 import { RUN_TIMEOUT_EXIT_CODE, type Endpoint } from './docker-scheduler';
-import { CappedOutput, LABELS, containerLimits, type ContainerLimits, digestOf, engineReason, engineStatus, environmentList, followFrames, followLines, formatSeconds, lastOutputNote, sleep, sortedEntries, waitAtMost } from './engine';
+import { CappedOutput, LABELS, containerLimits, type ContainerLimits, digestOf, engineReason, engineStatus, environmentList, followFrames, followLines, formatSeconds, lastOutputNote, OutputTail, sleep, sortedEntries, waitAtMost } from './engine';
 import { assertRunnable, containerPortFor, imageCommand } from './images';
 import { SCHEDULER_LOG_SOURCE, engineScheduling, startTimeoutOf, type EngineScheduling, type EngineSchedulerOptions } from './options';
 import { acceptsConnections, healthcheckPath } from './readiness';
@@ -95,7 +95,7 @@ interface Service {
   /** The port tasks listen on inside their containers (published in host mode), null for types that are not routed. */
   port: number | null;
   tasks: TaskView[];
-  lastLine: string | null;
+  lastLines: OutputTail;
   logs: AbortController | null;
   /** Ends the log stream being followed, which is then followed again from its last line; null between streams. */
   refollow: (() => void) | null;
@@ -457,7 +457,7 @@ export class SwarmScheduler implements Scheduler {
     const members = new Map([[spec.id, { id: spec.id, num: spec.num, digest }]]);
     const body = this.serviceSpec(name, spec.app, spec.type, spec.release, digest, members, template, port);
     const created = await callEngine<{ ID: string }>(this.docker, 'POST', '/services/create', {}, body, undefined, this.authOf(body));
-    const service: Service = { name, app: spec.app, type: spec.type, id: created.ID, digest, force: 0, release: spec.release, members, port, tasks: [], lastLine: null, logs: null, refollow: null, previous: null, gone: false };
+    const service: Service = { name, app: spec.app, type: spec.type, id: created.ID, digest, force: 0, release: spec.release, members, port, tasks: [], lastLines: new OutputTail(), logs: null, refollow: null, previous: null, gone: false };
     this.services.set(name, service);
     this.follow(service, 0);
     this.event(spec.app, `created the service ${name} for ${spec.type} (v${spec.release})`);
@@ -660,7 +660,7 @@ export class SwarmScheduler implements Scheduler {
             } else {
               const starting = live.filter((t) => t.state !== 'running').length;
               throw new Error(
-                `${starting} task(s) of ${service.name} were not ${service.type === 'web' ? 'healthy' : 'running'} within ${formatSeconds(how.timeoutMs)}${lastOutputNote(service.lastLine)}`,
+                `${starting} task(s) of ${service.name} were not ${service.type === 'web' ? 'healthy' : 'running'} within ${formatSeconds(how.timeoutMs)}${lastOutputNote(service.lastLines.lines())}`,
               );
             }
           }
@@ -677,7 +677,7 @@ export class SwarmScheduler implements Scheduler {
     await sleep(700);
     const task = failed[failed.length - 1];
     const reason = task ? `a task ${task.state}: ${task.err || `exit code ${task.exitCode ?? '?'}`}` : '';
-    return [summary, reason].filter((part) => part).join('; ') + lastOutputNote(service.lastLine);
+    return [summary, reason].filter((part) => part).join('; ') + lastOutputNote(service.lastLines.lines());
   }
 
   /** Waits until no task of the service that Swarm was told to stop still runs (at most the stop grace period and a little). */
@@ -825,7 +825,7 @@ export class SwarmScheduler implements Scheduler {
             recent.add(key);
             if (entry.stamp !== '') last = entry.stamp;
             const slot = service.tasks.find((t) => t.id === entry.task)?.slot;
-            service.lastLine = entry.message;
+            service.lastLines.push(entry.message);
             this.log.write(service.app, `${service.app}[${service.type}.${slot ?? '?'}]`, entry.message);
           }, onEngineError);
         } catch {
@@ -1018,7 +1018,7 @@ export class SwarmScheduler implements Scheduler {
           id: info.ID,
           ...specFields(info),
           tasks: [],
-          lastLine: null,
+          lastLines: new OutputTail(),
           logs: null,
           refollow: null,
           previous: null,

@@ -1,0 +1,146 @@
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import type Docker from 'dockerode';
+import { engineStatus } from './engine';
+import { guardHostFromBridge, unguardHostFromBridge } from './host-guard';
+
+/** The network build steps run on, and its Linux bridge. */
+export const BUILD_NETWORK = 'svc-build';
+export const BUILD_BRIDGE = 'svc-build0';
+
+/**
+ * The addresses no build step reaches (IPv4): this host's own and private networks, where
+ * the controller's database, other apps' containers and the operator's machines are. The
+ * network has no IPv6 (the engine gives it none), so no IPv6 destination is reachable.
+ */
+export const BLOCKED_RANGES = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '100.64.0.0/10', '127.0.0.0/8', '0.0.0.0/8', '224.0.0.0/4', '240.0.0.0/4'];
+
+/** The chain that drops a bridge's forwarded traffic to the blocked ranges (iptables allows 28 characters). */
+export function egressChainName(bridge: string): string {
+  return `SVC-EGRESS-${bridge}`.slice(0, 28);
+}
+
+/**
+ * The iptables rules (argument lists of `iptables -A`) of a build bridge's egress chain:
+ * replies pass, DNS queries to `resolvers` pass (the engine's embedded resolver sends the
+ * containers' queries from their own network namespace, so a private resolver must stay
+ * reachable on port 53), then everything to `blocked` (plus `extraBlocked`) is rejected.
+ */
+export function egressRules(bridge: string, resolvers: readonly string[], extraBlocked: readonly string[] = []): string[][] {
+  const chain = egressChainName(bridge);
+  return [
+    [chain, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'RETURN'],
+    ...resolvers.flatMap((resolver) => ['udp', 'tcp'].map((protocol) => [chain, '-d', resolver, '-p', protocol, '--dport', '53', '-j', 'RETURN'])),
+    ...[...BLOCKED_RANGES, ...extraBlocked].map((range) => [chain, '-d', range, '-j', 'REJECT']),
+  ];
+}
+
+/** The IPv4 name servers of a resolv.conf's text. */
+export function ipv4Nameservers(text: string): string[] {
+  return text
+    .split('\n')
+    .map((line) => /^\s*nameserver\s+([0-9.]+)\s*$/.exec(line)?.[1])
+    .filter((address): address is string => address !== undefined && /^\d{1,3}(\.\d{1,3}){3}$/.test(address) && !address.startsWith('127.'));
+}
+
+function iptables(args: string[]): Promise<{ ok: boolean; output: string }> {
+  return new Promise((resolve) => {
+    execFile('iptables', ['-w', ...args], { timeout: 10_000 }, (error, stdout, stderr) =>
+      resolve({ ok: error === null, output: `${stdout}${stderr}`.trim() || (error?.message ?? '') }),
+    );
+  });
+}
+
+async function must(args: string[]): Promise<void> {
+  const result = await iptables(args);
+  if (!result.ok) throw new Error(`iptables ${args.join(' ')}: ${result.output}`);
+}
+
+/**
+ * Installs the egress chain of a bridge and its jump from `DOCKER-USER` (the chain the
+ * engine keeps for the operator's rules, before its own), or from `FORWARD` when the engine
+ * manages no iptables. Idempotent.
+ * @throws Error with iptables' message when the rules cannot be installed.
+ */
+export async function guardEgressOfBridge(bridge: string, resolvers: readonly string[], extraBlocked: readonly string[] = []): Promise<void> {
+  if (!/^[a-zA-Z0-9_.-]{1,15}$/.test(bridge)) throw new Error(`unusable bridge name "${bridge}"`);
+  const chain = egressChainName(bridge);
+  const created = await iptables(['-N', chain]);
+  if (!created.ok && !/exists/i.test(created.output)) throw new Error(`iptables -N ${chain}: ${created.output}`);
+  await must(['-F', chain]);
+  for (const rule of egressRules(bridge, resolvers, extraBlocked)) await must(['-A', ...rule]);
+  const parent = (await iptables(['-L', 'DOCKER-USER', '-n'])).ok ? 'DOCKER-USER' : 'FORWARD';
+  const jump = ['-i', bridge, '-j', chain];
+  if (!(await iptables(['-C', parent, ...jump])).ok) await must(['-I', parent, '1', ...jump]);
+}
+
+/** Removes a bridge's egress chain and its jumps (tests, uninstall); missing rules are fine. */
+export async function unguardEgressOfBridge(bridge: string): Promise<void> {
+  const chain = egressChainName(bridge);
+  for (const parent of ['DOCKER-USER', 'FORWARD']) {
+    while ((await iptables(['-D', parent, '-i', bridge, '-j', chain])).ok) {
+      // Every copy of the jump goes.
+    }
+  }
+  await iptables(['-F', chain]);
+  await iptables(['-X', chain]);
+}
+
+/** How the build network is made and guarded. */
+export interface BuildNetworkOptions {
+  /** The network's name (default `svc-build`) and its Linux bridge (default `svc-build0`, at most 15 characters). */
+  network: string;
+  bridge: string;
+  /** Labels the network carries when it is made here. */
+  labels: Record<string, string>;
+  /** The resolv.conf whose name servers DNS queries may reach (default `/etc/resolv.conf`). */
+  resolvConf: string;
+  /** More ranges no build step reaches (e.g. the machine's own LAN). */
+  extraBlocked: readonly string[];
+}
+
+/**
+ * Makes the build network when it is missing (a bridge with no traffic between its
+ * containers and no IPv6) and installs its guards: nothing of this host (INPUT, no port
+ * allowed) and no private, loopback, link-local or CGNAT address (forwarded traffic) is
+ * reachable from it; the internet is.
+ * @throws Error when the network cannot be made or the guards cannot be installed.
+ */
+export async function prepareBuildNetwork(docker: Docker, options: BuildNetworkOptions): Promise<void> {
+  let network: Docker.NetworkInspectInfo | null = null;
+  try {
+    network = (await docker.getNetwork(options.network).inspect()) as Docker.NetworkInspectInfo;
+  } catch (error) {
+    if (engineStatus(error) !== 404) throw error;
+  }
+  if (network === null) {
+    try {
+      await docker.createNetwork({
+        Name: options.network,
+        Driver: 'bridge',
+        CheckDuplicate: true,
+        EnableIPv6: false,
+        Options: { 'com.docker.network.bridge.enable_icc': 'false', 'com.docker.network.bridge.name': options.bridge },
+        Labels: options.labels,
+      });
+    } catch (error) {
+      // Another controller made it meanwhile.
+      if (engineStatus(error) !== 409) throw error;
+    }
+    network = (await docker.getNetwork(options.network).inspect()) as Docker.NetworkInspectInfo;
+  }
+  if (network.EnableIPv6) throw new Error(`the build network ${options.network} has IPv6 on: remove it and let the controller make it`);
+  if (network.Options?.['com.docker.network.bridge.enable_icc'] !== 'false') {
+    throw new Error(`the build network ${options.network} lets containers reach each other (com.docker.network.bridge.enable_icc is not false): remove it and let the controller make it`);
+  }
+  const bridge = network.Options?.['com.docker.network.bridge.name'] ?? `br-${network.Id.slice(0, 12)}`;
+  const resolvers = ipv4Nameservers(await readFile(options.resolvConf, 'utf8').catch(() => ''));
+  await guardHostFromBridge(bridge, []);
+  await guardEgressOfBridge(bridge, resolvers, options.extraBlocked);
+}
+
+/** Removes the guards of a build bridge (tests, uninstall). */
+export async function unguardBuildBridge(bridge: string): Promise<void> {
+  await unguardHostFromBridge(bridge);
+  await unguardEgressOfBridge(bridge);
+}

@@ -1,0 +1,283 @@
+import { randomUUID } from 'node:crypto';
+import type Docker from 'dockerode';
+import { pack } from 'tar-fs';
+import { buildFailed, type CompileRequest, type CompileSession, type SourceCompiler } from '@svc/core';
+import { BUILD_BRIDGE, BUILD_NETWORK, prepareBuildNetwork } from './build-network';
+import { DockerCompileSession, COMPILE_PATHS } from './compile-session';
+import { runCacheTask, runStep } from './compile-steps';
+import { LABELS, engineStatus } from './engine';
+import { APP_UUID_LABEL, sizeOf } from './image-builder';
+import type { RegistryLogin } from './registry-login';
+import { ensureStackImage, type StackImageSource } from './stack-image';
+
+const MIB = 1024 * 1024;
+
+/** The name every build container starts with. */
+export const COMPILE_CONTAINER_PREFIX = 'svc-compile-';
+
+/** How buildpack builds run on a Docker engine; every limit has a default. */
+export interface DockerSourceCompilerOptions {
+  /** The engine client. */
+  docker: Docker;
+  /** The stack image builds run in and their result is laid onto (`STACK_IMAGE`). */
+  stackImage: string;
+  /** The engine's address for `scripts/make-stack-image.sh` (`DOCKER_HOST`); null: the docker client's default. */
+  dockerHost?: string | null;
+  /** Make a missing stack image with the script on first need; default: when the script and a static busybox are there. */
+  makeStackImage?: boolean;
+  /** The script that makes it (default: the repository's) and the busybox it copies (default `/bin/busybox`). */
+  stackImageScript?: string;
+  busybox?: string;
+  /** The build network (default `svc-build`) and its Linux bridge when it is made here (default `svc-build0`). */
+  network?: string;
+  bridge?: string;
+  /** Install the build network's iptables guards (needs root on the engine's machine). Default true; false only where the operator installs them. */
+  guardNetwork?: boolean;
+  /** Ranges no build step reaches besides the private, loopback, link-local and CGNAT ones (e.g. the machine's LAN). */
+  extraBlockedRanges?: string[];
+  /** The resolv.conf whose name servers build steps' DNS queries reach; default `/etc/resolv.conf`. */
+  resolvConf?: string;
+  /** Memory (no swap) of a build's container, in bytes; default 1 GiB. */
+  memoryBytes?: number;
+  /** CPU limit of a build's container in billionths of a CPU; default one CPU; null: none. */
+  nanoCpus?: number | null;
+  /** Most processes in a build's container; default 256. */
+  pidsLimit?: number;
+  /** How long a whole build may take (`BUILD_TIMEOUT_SECONDS`); default 15 minutes. */
+  timeoutMs?: number;
+  /** How long `bin/detect` and `bin/release` may take each; default 60 s. */
+  stepTimeoutMs?: number;
+  /** The largest build cache kept after a compile (`BUILD_CACHE_LIMIT_MB`); default 512 MiB. */
+  cacheLimitBytes?: number;
+  /** The largest commit a build takes; default 256 MiB. */
+  sourceLimitBytes?: number;
+  /** How much of the compile's output reaches the pusher; default 1 MiB. */
+  outputLimitBytes?: number;
+  /** The size of the build's /tmp (a tmpfs, counted in its memory); default 256 MiB. */
+  tmpBytes?: number;
+  /** The registry builds are pushed to (`REGISTRY`); null or absent: images stay in the engine. */
+  registry?: string | null;
+  /** Its login; null or absent: it takes pushes without one. */
+  registryLogin?: Pick<RegistryLogin, 'username' | 'password'> | null;
+}
+
+/** The name of an app's build cache volume. */
+export function cacheVolumeName(appUuid: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$/.test(appUuid)) throw new Error(`unusable app uuid "${appUuid}"`);
+  return `svc-cache-${appUuid}`;
+}
+
+/**
+ * Compiles pushed commits with buildpacks on a Docker engine: each build is one throwaway
+ * container of the stack image, confined like the app's own containers (the app's user, no
+ * capabilities, no-new-privileges, pids, memory and CPU limits) on a build network that
+ * reaches the internet and nothing of this host or private networks; each app keeps a build
+ * cache volume of its own.
+ */
+export class DockerSourceCompiler implements SourceCompiler {
+  private readonly docker: Docker;
+  private readonly settings: Required<Omit<DockerSourceCompilerOptions, 'docker' | 'dockerHost' | 'makeStackImage' | 'stackImageScript' | 'busybox' | 'registry' | 'registryLogin' | 'nanoCpus'>>;
+  private readonly nanoCpus: number | null;
+  private readonly stack: StackImageSource;
+  private readonly registry: string | null;
+  private readonly login: RegistryLogin | null;
+  private prepared: Promise<void> | null = null;
+  private stackMade: Promise<void> | null = null;
+
+  constructor(options: DockerSourceCompilerOptions) {
+    this.docker = options.docker;
+    this.settings = {
+      stackImage: options.stackImage,
+      network: options.network ?? BUILD_NETWORK,
+      bridge: options.bridge ?? BUILD_BRIDGE,
+      guardNetwork: options.guardNetwork ?? true,
+      extraBlockedRanges: options.extraBlockedRanges ?? [],
+      resolvConf: options.resolvConf ?? '/etc/resolv.conf',
+      memoryBytes: options.memoryBytes ?? 1024 * MIB,
+      pidsLimit: options.pidsLimit ?? 256,
+      timeoutMs: options.timeoutMs ?? 15 * 60_000,
+      stepTimeoutMs: options.stepTimeoutMs ?? 60_000,
+      cacheLimitBytes: options.cacheLimitBytes ?? 512 * MIB,
+      sourceLimitBytes: options.sourceLimitBytes ?? 256 * MIB,
+      outputLimitBytes: options.outputLimitBytes ?? MIB,
+      tmpBytes: options.tmpBytes ?? 256 * MIB,
+    };
+    this.nanoCpus = options.nanoCpus === undefined ? 1e9 : options.nanoCpus;
+    this.stack = {
+      docker: options.docker,
+      image: options.stackImage,
+      dockerHost: options.dockerHost ?? null,
+      ...(options.stackImageScript === undefined ? {} : { script: options.stackImageScript }),
+      ...(options.busybox === undefined ? {} : { busybox: options.busybox }),
+      ...(options.makeStackImage === undefined ? {} : { make: options.makeStackImage }),
+    };
+    this.registry = options.registry?.replace(/\/+$/, '') || null;
+    this.login = this.registry !== null && options.registryLogin ? { registry: this.registry, ...options.registryLogin } : null;
+  }
+
+  /**
+   * Makes the build network and installs its guards, once; called by the first build, or at
+   * start-up to fail early.
+   * @throws Error when the network cannot be made or guarded.
+   */
+  prepare(): Promise<void> {
+    this.prepared ??= this.setUp().catch((error: unknown) => {
+      this.prepared = null;
+      throw error;
+    });
+    return this.prepared;
+  }
+
+  async open(request: CompileRequest): Promise<CompileSession> {
+    const limit = this.settings.sourceLimitBytes;
+    if ((await sizeOf(request.directory, limit, () => false)) > limit) {
+      throw buildFailed(`the commit's files take more than ${Math.floor(limit / MIB)} MiB, the most a build may take.`);
+    }
+    await this.prepare();
+    this.stackMade ??= ensureStackImage(this.stack, () => undefined).finally(() => (this.stackMade = null));
+    await this.stackMade;
+    const stack = await this.docker.getImage(this.settings.stackImage).inspect();
+    const labels = { [LABELS.app]: request.app, [APP_UUID_LABEL]: request.appUuid };
+    const cacheVolume = cacheVolumeName(request.appUuid);
+    await this.docker.createVolume({ Name: cacheVolume, Labels: labels });
+    // A new volume is root's: the app's user gets it, from a container of the platform's.
+    const handed = await runCacheTask(this.docker, { image: this.settings.stackImage, volume: cacheVolume, script: 'chown 10000:10000 /cache && chmod 0700 /cache', capabilities: ['CHOWN', 'FOWNER'], labels });
+    if (handed.exitCode !== 0) throw new Error(`the build cache ${cacheVolume} could not be given to the app's user: ${handed.output.slice(0, 500)}`);
+    const entrypoint = (stack.Config.Entrypoint as string[] | null | undefined) ?? [];
+    const idle = String(Math.ceil(this.settings.timeoutMs / 1000) + 60);
+    const container = await this.docker.createContainer({
+      name: `${COMPILE_CONTAINER_PREFIX}${randomUUID()}`,
+      Image: this.settings.stackImage,
+      // The container idles as another user than the steps': a step's `kill -1` cannot end it.
+      // An empty entrypoint cannot be committed back, so the stack's is replaced only when it has one.
+      ...(entrypoint.length > 0 ? { Entrypoint: ['/bin/sleep'], Cmd: [idle] } : { Cmd: ['/bin/sleep', idle] }),
+      User: '65534:65534',
+      WorkingDir: COMPILE_PATHS.build,
+      Labels: labels,
+      Tty: false,
+      OpenStdin: false,
+      HostConfig: {
+        NetworkMode: this.settings.network,
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        PidsLimit: this.settings.pidsLimit,
+        Init: true,
+        RestartPolicy: { Name: 'no' },
+        Memory: this.settings.memoryBytes,
+        MemorySwap: this.settings.memoryBytes,
+        ...(this.nanoCpus === null ? {} : { NanoCpus: this.nanoCpus }),
+        Mounts: [{ Type: 'volume', Source: cacheVolume, Target: COMPILE_PATHS.cache }],
+        // /tmp (ENV_DIR in it) is never part of the commit.
+        Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${this.settings.tmpBytes},mode=1777` },
+      },
+    });
+    const session = new DockerCompileSession(
+      {
+        docker: this.docker,
+        app: request.app,
+        appUuid: request.appUuid,
+        stackImage: this.settings.stackImage,
+        stackConfig: { Cmd: stack.Config.Cmd ?? null, Entrypoint: entrypoint.length > 0 ? entrypoint : null },
+        labels,
+        cacheVolume,
+        cacheLimitBytes: this.settings.cacheLimitBytes,
+        timeoutMs: this.settings.timeoutMs,
+        stepTimeoutMs: this.settings.stepTimeoutMs,
+        outputLimitBytes: this.settings.outputLimitBytes,
+        memoryBytes: this.settings.memoryBytes,
+        registry: this.registry,
+        login: this.login,
+      },
+      container,
+    );
+    try {
+      await container.start();
+      await this.copySource(container, request.directory);
+      await this.writeEnv(container, request.env);
+    } catch (error) {
+      await session.discard();
+      throw error;
+    }
+    return session;
+  }
+
+  /**
+   * Removes the build containers an interrupted controller left on this compiler's network
+   * (older than twice the build time limit: no build of a running controller can still use
+   * them); resolves with how many.
+   * Call it at start-up.
+   */
+  async removeLeftovers(): Promise<number> {
+    const listed = await this.docker.listContainers({ all: true, filters: { name: [COMPILE_CONTAINER_PREFIX], label: [LABELS.app], network: [this.settings.network] } });
+    const before = Date.now() / 1000 - (2 * this.settings.timeoutMs) / 1000;
+    let removed = 0;
+    for (const info of listed) {
+      if (!info.Names.some((name) => name.replace(/^\//, '').startsWith(COMPILE_CONTAINER_PREFIX)) || info.Created > before) continue;
+      await this.docker
+        .getContainer(info.Id)
+        .remove({ force: true })
+        .then(() => removed++)
+        .catch(() => undefined);
+    }
+    return removed;
+  }
+
+  async removeApp(_app: string, appUuid: string): Promise<void> {
+    try {
+      await this.docker.getVolume(cacheVolumeName(appUuid)).remove();
+    } catch (error) {
+      if (engineStatus(error) !== 404) throw error;
+    }
+  }
+
+  private async setUp(): Promise<void> {
+    if (!this.settings.guardNetwork) {
+      await prepareBuildNetworkUnguarded(this.docker, this.settings.network, this.settings.bridge);
+      return;
+    }
+    await prepareBuildNetwork(this.docker, {
+      network: this.settings.network,
+      bridge: this.settings.bridge,
+      labels: {},
+      resolvConf: this.settings.resolvConf,
+      extraBlocked: this.settings.extraBlockedRanges,
+    });
+  }
+
+  /** The commit's files into /app, the app's user's. */
+  private async copySource(container: Docker.Container, directory: string): Promise<void> {
+    const archive = pack(directory, { map: (header) => ({ ...header, uid: 10000, gid: 10000, uname: 'app', gname: 'app' }) });
+    try {
+      await container.putArchive(archive, { path: COMPILE_PATHS.build });
+    } finally {
+      archive.destroy();
+    }
+  }
+
+  /**
+   * ENV_DIR: one file per config value, the app's user's only, on the container's tmpfs. The
+   * values go in through the environment of one `exec` (never a file of this host, never a
+   * layer), the names as its arguments.
+   */
+  private async writeEnv(container: Docker.Container, env: Record<string, string>): Promise<void> {
+    const names = Object.keys(env).filter((name) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(name));
+    const writes = names.map((_, i) => `printf '%s' "$SVC_ENV_VALUE_${i}" >"$1/\${${i + 2}}"`);
+    const script = ['umask 077', 'mkdir -p "$1"', ...writes].join(' && ');
+    const written = await runStep(container, {
+      cmd: ['/bin/sh', '-c', script, 'sh', COMPILE_PATHS.env, ...names],
+      env: names.map((name, i) => `SVC_ENV_VALUE_${i}=${env[name] ?? ''}`),
+      timeoutMs: 30_000,
+    });
+    if (written.exitCode !== 0) throw new Error(`the config values could not be written into the build (exit ${written.exitCode ?? '?'})`);
+  }
+}
+
+/** The build network without guards (the operator installs them). */
+async function prepareBuildNetworkUnguarded(docker: Docker, network: string, bridge: string): Promise<void> {
+  try {
+    await docker.getNetwork(network).inspect();
+  } catch (error) {
+    if (engineStatus(error) !== 404) throw error;
+    await docker.createNetwork({ Name: network, Driver: 'bridge', CheckDuplicate: true, Options: { 'com.docker.network.bridge.enable_icc': 'false', 'com.docker.network.bridge.name': bridge } });
+  }
+}

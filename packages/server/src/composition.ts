@@ -31,7 +31,7 @@ import { AppRouter, RouterCluster, type AppRouterOptions, type LogLevel, type Re
 import type { ControllerMetrics } from '@svc/metrics-prometheus';
 import type { DockerSettings, ImageBuildSettings, SchedulerKind, SwarmSettings } from './config';
 import { DrainingScheduler, LeavingContainers, PlatformRouteTable, StoredCertificates } from './routing';
-import { buildsModule, type BuildpackSetup } from './compose-builds';
+import { buildsModule, type BuildpackSetup, type CompilerKind, type DockerCompileSetup } from './compose-builds';
 
 /** Any use case class: constructed from the core's dependencies. */
 type UseCaseClass = new (deps: CoreDependencies) => object;
@@ -396,6 +396,17 @@ const routerModule = (options: CompositionOptions) =>
     });
   });
 
+/** Where buildpack builds run: the process sandbox with SCHEDULER=process, the engine when images are built, else nowhere. */
+function compilerKind(options: CompositionOptions): CompilerKind {
+  if (options.scheduler === 'process') return 'process';
+  return options.imageBuilds ? 'docker' : 'none';
+}
+
+function dockerCompileSetup(options: CompositionOptions, engine: () => Docker): DockerCompileSetup | null {
+  if (options.scheduler === 'process' || !options.imageBuilds) return null;
+  return { engine, dockerHost: options.docker?.host ?? null, images: options.imageBuilds, registryLogin: options.registryLogin ?? null };
+}
+
 /**
  * The composition root: binds every port to its adapter and builds the HTTP application.
  * The only place that knows the dependency-injection container.
@@ -415,6 +426,8 @@ export function compose(options: CompositionOptions): {
   gitServer: GitServer | null;
   /** The router of app traffic, not yet listening. */
   router: PlatformRouter;
+  /** What compiles pushes with buildpacks, and how (for its start-up); null when nothing does. */
+  builds: { compiler: SourceCompiler | null; docker: DockerCompileSetup | null };
   /** Where the router's routes come from; `forget()` it when routes changed. */
   routeTable: PlatformRouteTable;
 } {
@@ -427,8 +440,8 @@ export function compose(options: CompositionOptions): {
     schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes, options.docker, options.swarm, options.registryLogin ?? null),
     // The process scheduler runs checkouts: pushed commits are built into images for the others.
     imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null), options.registryLogin ?? null),
-    // Buildpacks compile where the app's code runs: in the process sandbox here.
-    buildsModule(options.buildpacks ?? null, options.scheduler === 'process' ? 'process' : 'none', () => container.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler)),
+    // Buildpacks compile where the app's code runs: in the process sandbox, or on the engine with image builds.
+    buildsModule(options.buildpacks ?? null, compilerKind(options), () => container.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler), dockerCompileSetup(options, () => container.get<Docker>(SERVER_TOKENS.DockerEngine))),
     coreModule(options.settings, options.metrics?.collector),
     httpModule(options),
     gitModule(options.git ?? null, options.logger),
@@ -445,6 +458,7 @@ export function compose(options: CompositionOptions): {
     useCases: container.get<UseCases>(TOKENS.UseCases),
     gitServer: options.git ? container.get<GitServer>(SERVER_TOKENS.GitServer) : null,
     router: container.get<PlatformRouter>(SERVER_TOKENS.Router),
+    builds: { compiler: container.get<SourceCompiler | null>(TOKENS.SourceCompiler), docker: dockerCompileSetup(options, () => container.get<Docker>(SERVER_TOKENS.DockerEngine)) },
     routeTable: container.get<PlatformRouteTable>(SERVER_TOKENS.RouteTable),
   };
 }

@@ -11,6 +11,7 @@ import type { ProcessScheduler, SandboxStatus } from '@svc/scheduler-process';
 import { createEngine, pingEngine, type DockerScheduler, type SwarmScheduler } from '@svc/scheduler-docker';
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
 import { ControllerMetrics, createRouterMetrics } from '@svc/metrics-prometheus';
+import { prepareEngineBuilds } from './compose-builds';
 import { compose, type GitSetup, type PlatformRouter } from './composition';
 import type { PlatformRouteTable } from './routing';
 import { UNSAFE_SWITCH, type SchedulerKind, type ServerConfig } from './config';
@@ -251,7 +252,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
       })
     : null;
   const routerMetrics = metrics === null ? null : createRouterMetrics(metrics.registry);
-  const { app, scheduler, processScheduler, dockerScheduler, swarmScheduler, useCases, gitServer, router, routeTable } = compose({
+  const { app, scheduler, processScheduler, dockerScheduler, swarmScheduler, useCases, gitServer, router, routeTable, builds } = compose({
     database,
     secretKey,
     logDirectory: join(dataDir, 'logs'),
@@ -351,6 +352,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
       const { restored } = await useCases.restoreContainers.execute();
       const reaped = await engineScheduler.reapOrphans();
       logger.info({ restored, reaped }, `restored the apps' containers on the ${swarmScheduler === null ? 'Docker engine' : 'swarm'}`);
+      await prepareEngineBuilds(builds.compiler, builds.docker, logger);
     } catch (error) {
       await stopProcesses();
       await database.close();

@@ -5,10 +5,10 @@ import { loadConfig } from '../src/config';
 const ROOT = join(__dirname, '..', '..', '..');
 const SOURCES = ['config.ts', 'config-buildpacks.ts'].map((file) => join(ROOT, 'packages', 'server', 'src', file));
 
-/** The variables `.env.example` lists, set (`NAME=…`) or commented out (`# NAME=…`). */
+/** The variables `.env.example` lists: its `NAME=value` lines (comments do not count). */
 function listedInEnvExample(): Set<string> {
   const text = readFileSync(join(ROOT, '.env.example'), 'utf8');
-  return new Set([...text.matchAll(/^#?\s*([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1] as string));
+  return new Set([...text.matchAll(/^([A-Z][A-Z0-9_]*)=/gm)].map((m) => m[1] as string));
 }
 
 /** Every variable `loadConfig` asks its environment for, in a few configurations (each scheduler). */

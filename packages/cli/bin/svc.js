@@ -8,6 +8,4 @@ try {
   process.stderr.write('svc: the client is not built yet: run `npm run build` in the repository first.\n');
   process.exit(1);
 }
-require('../dist/main.js').main(process.argv).then((code) => {
-  process.exitCode = code;
-});
+require('../dist/main.js').runAsCommand();

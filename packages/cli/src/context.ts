@@ -74,3 +74,15 @@ export function gitUrlOf(controllerUrl: string, gitPort: number, app: string): s
   const bracketed = host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
   return `ssh://git@${bracketed}:${gitPort}/${app}.git`;
 }
+
+/**
+ * The URL an app answers on: the API's `url` field is the app's host name
+ * (`<app>.<PLATFORM_DOMAIN>`), and the router listens on `routerPort` (the controller's
+ * ROUTER_PORT, 8080 by default): `http://host:port`, without the port for 80, and
+ * `https://host` for 443.
+ */
+export function appUrlOf(host: string, routerPort: number): string {
+  if (routerPort === 80) return `http://${host}`;
+  if (routerPort === 443) return `https://${host}`;
+  return `http://${host}:${routerPort}`;
+}

@@ -9,6 +9,18 @@ export interface Io {
 
 export const processIo: Io = { out: process.stdout, err: process.stderr, in: process.stdin };
 
+/**
+ * Ends the process quietly (exit 0) when the reader of `stream` goes away, as `svc releases |
+ * head -3` does after three lines: the write fails with EPIPE, and there is nobody left to
+ * tell. Any other error of the stream is thrown as before. For the entry points only.
+ */
+export function exitQuietlyOnClosedPipe(stream: NodeJS.EventEmitter, exit: (code: number) => void = (code) => process.exit(code)): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    exit(0);
+  });
+}
+
 /** Writes lines to stdout. */
 export function print(io: Io, ...lines: string[]): void {
   for (const line of lines) io.out.write(`${line}\n`);

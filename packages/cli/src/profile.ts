@@ -11,6 +11,8 @@ export interface Profile {
   token?: string;
   /** Port of the platform's git server (for the remote `apps:create` adds); default 2222. */
   gitPort?: number;
+  /** Port of the platform's router (app URLs are `http://<app url>:<port>`); default 8080. */
+  routerPort?: number;
 }
 
 /** The client's file: named profiles and which one is used by default. */
@@ -21,6 +23,8 @@ export interface ClientFile {
 
 export const DEFAULT_PROFILE = 'default';
 export const DEFAULT_GIT_PORT = 2222;
+/** The controller's default ROUTER_PORT. */
+export const DEFAULT_ROUTER_PORT = 8080;
 
 /**
  * Where the client keeps its file: `$SVC_CONFIG` when set, else
@@ -73,20 +77,29 @@ export interface Session {
   username: string | undefined;
   token: string | undefined;
   gitPort: number;
+  routerPort: number;
   path: string;
+}
+
+/** A port from the environment variable `name` when set, else `fallback`. */
+function portOf(name: string, value: string | undefined, fallback: number): number {
+  if (!value) return fallback;
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new CliError(`${name} is not a port: ${value}`, EXIT.usage);
+  return port;
 }
 
 /**
  * Resolves the profile to use: `--profile`, else `SVC_PROFILE`, else the file's current one.
- * `SVC_URL`, `SVC_TOKEN` and `SVC_GIT_PORT` override the profile (for scripts and CI).
+ * `SVC_URL`, `SVC_TOKEN`, `SVC_GIT_PORT` and `SVC_ROUTER_PORT` override the profile (for scripts and CI).
  */
 export function resolveSession(profileOption: string | undefined, env: NodeJS.ProcessEnv = process.env): Session {
   const path = clientFilePath(env);
   const file = readClientFile(path);
   const name = profileOption ?? env.SVC_PROFILE ?? file.current;
   const profile = file.profiles[name] ?? {};
-  const gitPort = env.SVC_GIT_PORT ? Number(env.SVC_GIT_PORT) : (profile.gitPort ?? DEFAULT_GIT_PORT);
-  if (!Number.isInteger(gitPort) || gitPort < 1 || gitPort > 65535) throw new CliError(`SVC_GIT_PORT is not a port: ${env.SVC_GIT_PORT}`, EXIT.usage);
+  const gitPort = portOf('SVC_GIT_PORT', env.SVC_GIT_PORT, profile.gitPort ?? DEFAULT_GIT_PORT);
+  const routerPort = portOf('SVC_ROUTER_PORT', env.SVC_ROUTER_PORT, profile.routerPort ?? DEFAULT_ROUTER_PORT);
   return {
     name,
     explicit: profileOption !== undefined || env.SVC_PROFILE !== undefined,
@@ -94,6 +107,7 @@ export function resolveSession(profileOption: string | undefined, env: NodeJS.Pr
     username: env.SVC_TOKEN ? undefined : profile.username,
     token: env.SVC_TOKEN ?? profile.token,
     gitPort,
+    routerPort,
     path,
   };
 }

@@ -13,7 +13,7 @@ import { VERSION } from './version';
 const EPILOG = `
 Commands are named like topic:action (apps:create, config:set, ps:scale); \`svc <command> --help\` tells more.
 App commands act on --app, or on the app of the \`svc\` git remote of the current checkout.
-Environment: SVC_URL, SVC_TOKEN (override the profile), SVC_PROFILE, SVC_GIT_PORT, SVC_CONFIG (the client file).
+Environment: SVC_URL, SVC_TOKEN (override the profile), SVC_PROFILE, SVC_GIT_PORT, SVC_ROUTER_PORT, SVC_CONFIG (the client file).
 Exit codes: 0 ok, 1 refused or failed by the server, 2 usage, 3 not logged in, 4 controller unreachable; \`svc run\` exits with the command's code.`;
 
 /** Builds the `svc` program; `result.exitCode` holds the code of the command that ran. */

@@ -88,7 +88,7 @@ describe('svc, the command-line client, against a running controller', () => {
       GIT_TERMINAL_PROMPT: '0',
       LC_ALL: 'C',
     };
-    svc = new CliRunner(build.main, { ...gitEnv, SVC_GIT_PORT: String(server.gitPort) });
+    svc = new CliRunner(build.main, { ...gitEnv, SVC_GIT_PORT: String(server.gitPort), SVC_ROUTER_PORT: String(server.routerPort) });
     git(['init', '--quiet', '--initial-branch=main']);
   });
 
@@ -207,7 +207,9 @@ describe('svc, the command-line client, against a running controller', () => {
       expect(git(['remote', 'get-url', 'svc']).trim()).toBe(`ssh://git@127.0.0.1:${server.gitPort}/hello.git`);
       const apps = await svc.json<Array<{ id: string; owner: string }>>(['apps']);
       expect(apps).toEqual([expect.objectContaining({ id: 'hello', owner: 'alice' })]);
-      expect(await svc.ok(['apps'])).toMatch(/^APP\s+OWNER\s+URL\n(hello)\s+alice\s+hello\.localhost$/m);
+      // The API's url is the host name; the client adds the router's port (not 80 here).
+      expect(await svc.ok(['apps'])).toMatch(new RegExp(`^APP\\s+OWNER\\s+URL\\nhello\\s+alice\\s+http://hello\\.localhost:${server.routerPort}$`, 'm'));
+      expect(out).toContain(`Created hello: http://hello.localhost:${server.routerPort}`);
     });
 
     it('git push through that remote deploys the app', async () => {
@@ -264,9 +266,13 @@ describe('svc, the command-line client, against a running controller', () => {
     });
 
     it('ps:scale web=2 runs two web processes; ps lists them; ps:restart restarts one', async () => {
+      // One line, not the table: `svc ps:scale web=2 && svc ps` prints the table once.
       const scaled = await svc.ok(['ps:scale', 'web=2'], { cwd: checkout });
-      expect(scaled).toMatch(/web\.1\s+up/);
-      expect(scaled).toMatch(/web\.2\s+up/);
+      expect(scaled).toBe('Scaled hello: web=2 (now web.1 up, web.2 up)\n');
+      const table = await svc.ok(['ps'], { cwd: checkout });
+      expect(table.match(/^PROCESS/gm)).toHaveLength(1);
+      expect(table).toMatch(/^web\.1\s+up\s+v\d+/m);
+      expect(table).toMatch(/^web\.2\s+up\s+v\d+/m);
       const ps = await svc.json<Array<{ type: string; num: number }>>(['ps'], { cwd: checkout });
       expect(ps.map((c) => `${c.type}.${c.num}`)).toEqual(['web.1', 'web.2']);
       const restarted = await svc.json<Array<{ type: string; num: number }>>(['ps:restart', 'web.2'], { cwd: checkout });
@@ -337,6 +343,17 @@ describe('svc, the command-line client, against a running controller', () => {
       const [newest] = await svc.json<Array<{ summary: string }>>(['releases'], { cwd: checkout });
       expect(newest?.summary).toBe('alice rolled back to v2');
       expect((await svc.json<{ values: Record<string, string> }>(['config'], { cwd: checkout })).values).toEqual({ SVC_APP: 'hello', SVC_RELEASE: `v${latest + 1}` });
+    });
+
+    it('a reader that closes the pipe early (`svc releases | head -3`) ends the client quietly', async () => {
+      const child = svc.spawn(['releases', '-a', 'hello']);
+      child.stdin.end();
+      // The reader is gone before the client writes its first line: every write fails with EPIPE.
+      child.stdout.destroy();
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     });
 
     it('builds:create deploys an image with a Procfile; builds lists it', async () => {

@@ -1,12 +1,14 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EventEmitter } from 'node:events';
 import { PassThrough, Writable } from 'node:stream';
 import { EXIT, reasonOf } from '../src/errors';
 import { assignments, formatDotenv, parseDotenv } from '../src/dotenv';
-import { printTable, withProgress, type Io } from '../src/output';
+import { exitQuietlyOnClosedPipe, printTable, withProgress, type Io } from '../src/output';
 import { clientFilePath, resolveSession, updateProfile } from '../src/profile';
-import { appOfCheckout, gitUrlOf } from '../src/context';
+import { appOfCheckout, appUrlOf, gitUrlOf } from '../src/context';
+import { scaledSummary } from '../src/commands/ps';
 
 function capture(tty: boolean): { io: Io; out: () => string; err: () => string } {
   let out = '';
@@ -103,6 +105,46 @@ describe('profiles', () => {
       expect.objectContaining({ url: 'http://d', token: 'b', gitPort: 2022 }),
     );
     expect(resolveSession('other', env).token).toBeUndefined();
+  });
+
+  it('keeps the router port (default 8080, the controller\'s ROUTER_PORT); SVC_ROUTER_PORT overrides it', () => {
+    const env = { HOME: dir };
+    expect(resolveSession(undefined, env).routerPort).toBe(8080);
+    updateProfile(resolveSession(undefined, env), () => ({ url: 'http://c:8000', routerPort: 80 }));
+    expect(resolveSession(undefined, env).routerPort).toBe(80);
+    expect(resolveSession(undefined, { ...env, SVC_ROUTER_PORT: '9090' }).routerPort).toBe(9090);
+    expect(() => resolveSession(undefined, { ...env, SVC_ROUTER_PORT: 'http' })).toThrow('SVC_ROUTER_PORT is not a port: http');
+  });
+});
+
+describe('app URLs', () => {
+  it('carry the router\'s port unless it is 80 (http) or 443 (https)', () => {
+    expect(appUrlOf('myapp.localhost', 8080)).toBe('http://myapp.localhost:8080');
+    expect(appUrlOf('myapp.example.com', 80)).toBe('http://myapp.example.com');
+    expect(appUrlOf('myapp.example.com', 443)).toBe('https://myapp.example.com');
+  });
+});
+
+describe('ps:scale', () => {
+  it('prints one line, not the process table `svc ps` prints', () => {
+    const line = scaledSummary('hello', { web: 2 }, [
+      { type: 'web', num: 1, state: 'up', release: 'v2', created: '' },
+      { type: 'web', num: 2, state: 'starting', release: 'v2', created: '' },
+    ]);
+    expect(line).toBe('Scaled hello: web=2 (now web.1 up, web.2 starting)');
+    expect(scaledSummary('hello', { web: 0 }, [])).toBe('Scaled hello: web=0 (now no processes)');
+  });
+});
+
+describe('a closed pipe', () => {
+  it('ends the process quietly with 0 on EPIPE, and throws any other stream error', () => {
+    const stream = new EventEmitter();
+    const exits: number[] = [];
+    exitQuietlyOnClosedPipe(stream, (code) => exits.push(code));
+    stream.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }));
+    expect(exits).toEqual([0]);
+    expect(() => stream.emit('error', Object.assign(new Error('write EIO'), { code: 'EIO' }))).toThrow('write EIO');
+    expect(exits).toEqual([0]);
   });
 });
 

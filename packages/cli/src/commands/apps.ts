@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { seg } from '../api';
 import { appOption, type Registrar } from '../command';
-import { GIT_REMOTE, appOfCheckout, gitUrlOf, type Context } from '../context';
+import { GIT_REMOTE, appOfCheckout, appUrlOf, gitUrlOf, type Context } from '../context';
 import { UsageError } from '../errors';
 import { print, printFields, printJson, printTable, prompt, withProgress } from '../output';
 
@@ -45,7 +45,7 @@ export function registerApps(r: Registrar): void {
     async (ctx) => {
       const apps = await ctx.authed().all<AppJson>('/v1/apps/');
       if (ctx.json) printJson(ctx.io, apps);
-      else printTable(ctx.io, ['app', 'owner', 'url'], apps.map((a) => [a.id, a.owner, a.url]), 'no apps: create one with `svc apps:create`');
+      else printTable(ctx.io, ['app', 'owner', 'url'], apps.map((a) => [a.id, a.owner, appUrlOf(a.url, ctx.session.routerPort)]), 'no apps: create one with `svc apps:create`');
     },
     (c) => c.alias('apps:list'),
   );
@@ -65,7 +65,7 @@ export function registerApps(r: Registrar): void {
       }
       if (ctx.json) printJson(ctx.io, app);
       else {
-        print(ctx.io, `Created ${app.id}: http://${app.url}`);
+        print(ctx.io, `Created ${app.id}: ${appUrlOf(app.url, ctx.session.routerPort)}`);
         if (remoteNote !== null) print(ctx.io, remoteNote);
       }
     },
@@ -92,7 +92,7 @@ export function registerApps(r: Registrar): void {
       printFields(ctx.io, [
         ['app', app.id],
         ['owner', app.owner],
-        ['url', `http://${app.url}`],
+        ['url', appUrlOf(app.url, ctx.session.routerPort)],
         ['structure', Object.entries(app.structure).map(([t, n]) => `${t}=${n}`).join(' ') || '(none)'],
         ['created', app.created],
         ['updated', app.updated],

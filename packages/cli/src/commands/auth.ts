@@ -2,7 +2,7 @@ import type { Registrar } from '../command';
 import type { Context } from '../context';
 import { ApiError, UsageError } from '../errors';
 import { print, printJson, printTable, prompt } from '../output';
-import { DEFAULT_GIT_PORT, readClientFile, updateProfile, writeClientFile } from '../profile';
+import { DEFAULT_GIT_PORT, DEFAULT_ROUTER_PORT, readClientFile, updateProfile, writeClientFile } from '../profile';
 
 async function ask(ctx: Context, given: unknown, question: string, what: string, hidden = false): Promise<string> {
   if (typeof given === 'string' && given !== '') return given;
@@ -23,17 +23,38 @@ function controllerUrl(ctx: Context, given: string | undefined): string {
   }
 }
 
-function gitPortOption(value: unknown): number | undefined {
+function portOption(flag: string, value: unknown): number | undefined {
   if (value === undefined) return undefined;
   const port = Number(value);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`--git-port must be a port number: ${String(value)}`);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError(`${flag} must be a port number: ${String(value)}`);
   return port;
 }
 
-async function login(ctx: Context, url: string, username: string, password: string, gitPort: number | undefined): Promise<void> {
-  const { token } = (await ctx.api(url).request('POST', '/v1/auth/login/', { body: { username, password }, anonymous: true })).body as { token: string };
-  updateProfile(ctx.session, (profile) => ({ ...profile, url, username, token, gitPort: gitPort ?? profile.gitPort ?? DEFAULT_GIT_PORT }));
+/** The platform's ports given to login or register: kept in the profile. */
+interface Ports {
+  gitPort: number | undefined;
+  routerPort: number | undefined;
 }
+
+const portsOf = (options: Record<string, unknown>): Ports => ({
+  gitPort: portOption('--git-port', options.gitPort),
+  routerPort: portOption('--router-port', options.routerPort),
+});
+
+async function login(ctx: Context, url: string, username: string, password: string, ports: Ports): Promise<void> {
+  const { token } = (await ctx.api(url).request('POST', '/v1/auth/login/', { body: { username, password }, anonymous: true })).body as { token: string };
+  updateProfile(ctx.session, (profile) => ({
+    ...profile,
+    url,
+    username,
+    token,
+    gitPort: ports.gitPort ?? profile.gitPort ?? DEFAULT_GIT_PORT,
+    routerPort: ports.routerPort ?? profile.routerPort ?? DEFAULT_ROUTER_PORT,
+  }));
+}
+
+const GIT_PORT_HELP = `port of the platform's git server (default ${DEFAULT_GIT_PORT})`;
+const ROUTER_PORT_HELP = `port of the platform's router, for app URLs (the controller's ROUTER_PORT; default ${DEFAULT_ROUTER_PORT})`;
 
 /** register, login, logout, whoami, profiles. */
 export function registerAuth(r: Registrar): void {
@@ -44,7 +65,7 @@ export function registerAuth(r: Registrar): void {
       const url = controllerUrl(ctx, given);
       const username = await ask(ctx, options.username, 'username: ', 'the username (--username)');
       const password = await ask(ctx, options.password ?? ctx.env.SVC_PASSWORD, 'password: ', 'the password (--password or SVC_PASSWORD)', true);
-      await login(ctx, url, username, password, gitPortOption(options.gitPort));
+      await login(ctx, url, username, password, portsOf(options));
       if (ctx.json) printJson(ctx.io, { username, url, profile: ctx.session.name });
       else print(ctx.io, `Logged in as ${username} at ${url} (profile ${ctx.session.name})`);
     },
@@ -52,7 +73,8 @@ export function registerAuth(r: Registrar): void {
       c
         .option('-u, --username <username>', 'the username')
         .option('-p, --password <password>', 'the password (or SVC_PASSWORD; asked for on a terminal)')
-        .option('--git-port <port>', `port of the platform's git server (default ${DEFAULT_GIT_PORT})`),
+        .option('--git-port <port>', GIT_PORT_HELP)
+        .option('--router-port <port>', ROUTER_PORT_HELP),
   );
 
   r.command(
@@ -75,7 +97,7 @@ export function registerAuth(r: Registrar): void {
         if (!(error instanceof ApiError) || error.status !== 401) throw error;
         user = (await ctx.api(url).request('POST', '/v1/auth/register/', { body, anonymous: true })).body;
       }
-      if (options.login !== false) await login(ctx, url, username, password, gitPortOption(options.gitPort));
+      if (options.login !== false) await login(ctx, url, username, password, portsOf(options));
       if (ctx.json) printJson(ctx.io, user);
       else {
         print(ctx.io, `Registered ${username} at ${url}`);
@@ -90,7 +112,8 @@ export function registerAuth(r: Registrar): void {
         .option('--first-name <name>', 'first name')
         .option('--last-name <name>', 'last name')
         .option('--no-login', 'do not log in as the new user afterwards')
-        .option('--git-port <port>', `port of the platform's git server (default ${DEFAULT_GIT_PORT})`),
+        .option('--git-port <port>', GIT_PORT_HELP)
+        .option('--router-port <port>', ROUTER_PORT_HELP),
   );
 
   r.command('logout', 'forget the token of the profile', async (ctx) => {

@@ -3,9 +3,9 @@ import { seg } from '../api';
 import { appOption, type Registrar } from '../command';
 import type { Context } from '../context';
 import { UsageError } from '../errors';
-import { printJson, printTable, withProgress } from '../output';
+import { print, printJson, printTable, withProgress } from '../output';
 
-interface ContainerJson {
+export interface ContainerJson {
   type: string;
   num: number;
   state: string;
@@ -16,6 +16,17 @@ interface ContainerJson {
 function printContainers(ctx: Context, containers: readonly ContainerJson[]): void {
   if (ctx.json) printJson(ctx.io, containers);
   else printTable(ctx.io, ['process', 'state', 'release', 'created'], containers.map((c) => [`${c.type}.${c.num}`, c.state, c.release, c.created]), 'no processes');
+}
+
+/**
+ * One line after a scale: the counts asked for and the processes now running, e.g.
+ * `Scaled hello: web=2 (now web.1 up, web.2 up)`. Not the table: `svc ps` prints that, and
+ * `svc ps:scale web=2 && svc ps` would show it twice.
+ */
+export function scaledSummary(app: string, counts: Record<string, number>, containers: readonly ContainerJson[]): string {
+  const asked = Object.entries(counts).map(([type, n]) => `${type}=${n}`).join(' ');
+  const running = containers.map((c) => `${c.type}.${c.num} ${c.state}`).join(', ');
+  return `Scaled ${app}: ${asked} (now ${running === '' ? 'no processes' : running})`;
 }
 
 /** ps, ps:scale, ps:restart, logs, run. */
@@ -47,7 +58,9 @@ export function registerProcesses(r: Registrar): void {
       }
       const api = ctx.authed();
       await withProgress(ctx.io, `Scaling ${app} (${args.join(' ')})`, () => api.post(`/v1/apps/${seg(app)}/scale/`, counts));
-      printContainers(ctx, await api.all<ContainerJson>(`/v1/apps/${seg(app)}/containers/`));
+      const containers = await api.all<ContainerJson>(`/v1/apps/${seg(app)}/containers/`);
+      if (ctx.json) printJson(ctx.io, containers);
+      else print(ctx.io, scaledSummary(app, counts, containers));
     },
     (c) => {
       c.alias('scale');

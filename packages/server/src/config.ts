@@ -162,6 +162,8 @@ export interface ServerConfig {
   corsAllowedOrigins: string[];
   /** ALLOWED_HOSTS: host names the API answers besides IP addresses, localhost and the platform domain. */
   allowedHosts: string[];
+  /** DASHBOARD: whether the web dashboard is served at `/dashboard/` on the API's origin (default on). */
+  dashboard: boolean;
   connections: ConnectionLimits;
   gitConnections: GitConnectionLimits;
   shutdownTimeoutMs: number;
@@ -596,6 +598,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     trustProxy: flag(env, 'TRUST_PROXY', false),
     corsAllowedOrigins: corsOrigins(env),
     allowedHosts: allowedHosts(env),
+    dashboard: flag(env, 'DASHBOARD', true),
     connections: {
       maxConnections: integer(env, 'API_MAX_CONNECTIONS', 2000, 1, 1_000_000),
       maxConnectionsPerAddress: integer(env, 'API_MAX_CONNECTIONS_PER_ADDRESS', 100, 1, 1_000_000),

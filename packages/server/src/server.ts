@@ -12,6 +12,7 @@ import { createEngine, pingEngine, type DockerScheduler, type SwarmScheduler } f
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
 import { ControllerMetrics, createRouterMetrics } from '@svc/metrics-prometheus';
 import { compose, type GitSetup, type PlatformRouter } from './composition';
+import { dashboardDirectory } from './dashboard';
 import type { PlatformRouteTable } from './routing';
 import { UNSAFE_SWITCH, type SchedulerKind, type ServerConfig } from './config';
 
@@ -282,6 +283,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     trustProxy: config.trustProxy,
     corsAllowedOrigins: config.corsAllowedOrigins,
     allowedHosts: [...config.allowedHosts, ...configuredHost(config.host)],
+    dashboardDirectory: config.dashboard ? dashboardDirectory() : null,
     logger,
     git: git?.setup ?? null,
     imageBuilds: config.imageBuilds,

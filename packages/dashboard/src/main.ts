@@ -72,6 +72,9 @@ function session(token: string, username: string): Ui {
 
 /** Draws the page for the current route: the sign-in form without a token. */
 function render(): void {
+  // An error belongs to the page it happened on; the status line (what was just done) stays.
+  replace(alert);
+  alert.hidden = true;
   stopPage();
   stopPage = () => undefined;
   const token = sessionStorage.getItem(TOKEN_KEY);

@@ -48,7 +48,6 @@ export function appView(ui: Ui, app: string, navigate: (hash: string) => void): 
   const domains = section('domains', 'Domains and certificates');
   const collaborators = section('collaborators', 'Collaborators');
   const logs = logsPanel(ui.api, app);
-  const logsSection = h('section', { id: 'logs', 'aria-labelledby': 'logs-title' }, h('h2', { id: 'logs-title' }, 'Live logs'), logs.element);
   const revealed = new Set<string>();
   const refreshButton = h('button', { type: 'button', id: 'refresh' }, 'Refresh');
 
@@ -79,7 +78,10 @@ export function appView(ui: Ui, app: string, navigate: (hash: string) => void): 
   refreshButton.addEventListener('click', () => {
     void ui.act(refreshButton, refresh);
   });
-  refresh().catch((error: unknown) => ui.error(error));
+  refresh().catch((error: unknown) => {
+    replace(summary, 'This app could not be loaded.');
+    ui.error(error);
+  });
 
   const element = h(
     'div',
@@ -88,7 +90,7 @@ export function appView(ui: Ui, app: string, navigate: (hash: string) => void): 
     h('h1', { id: 'page-title', tabindex: '-1' }, app),
     summary,
     refreshButton,
-    h('div', { class: 'grid' }, releases.element, processes.element, logsSection, config.element, builds.element, domains.element, collaborators.element),
+    h('div', { class: 'grid' }, releases.element, processes.element, logs.element, config.element, builds.element, domains.element, collaborators.element),
     h('section', { id: 'danger', 'aria-labelledby': 'danger-title' }, h('h2', { id: 'danger-title' }, 'Delete'), deleteForm(ui, app, navigate)),
   );
   return { element, stop: logs.stop };

@@ -9,7 +9,8 @@ function appRow(app: App): HTMLElement {
     'tr',
     {},
     h('th', { scope: 'row' }, h('a', { href: `#/apps/${app.id}` }, app.id)),
-    h('td', {}, h('a', { href: `http://${app.url}/`, rel: 'noopener noreferrer', target: '_blank' }, app.url)),
+    // Plain text: the row's only link is the app's own, named by its id.
+    h('td', { class: 'mono' }, app.url),
     h('td', {}, app.owner),
     h('td', {}, processCounts(app.structure)),
   );
@@ -41,7 +42,7 @@ export function appsView(ui: Ui, navigate: (hash: string) => void): HTMLElement 
     replace(
       list,
       apps.length === 0
-        ? h('p', {}, 'No apps yet: create one below, or with `svc apps:create`.')
+        ? h('p', {}, 'No apps yet: create one below, or with svc apps:create.')
         : h(
             'table',
             {},

@@ -1,4 +1,4 @@
-import type { Api } from '../api.js';
+import { ApiError, type Api } from '../api.js';
 import { h } from '../dom.js';
 import { atBottom } from '../format.js';
 import { describe } from '../ui.js';
@@ -15,7 +15,9 @@ const RETRY_MS = 2000;
  * scroll back to the bottom or press `Follow new lines`. Returns the panel and a stop function.
  */
 export function logsPanel(api: Api, app: string): { element: HTMLElement; stop: () => void } {
-  const box = h('div', { class: 'logs', role: 'log', 'aria-label': 'Logs', tabindex: '0', 'aria-live': 'off' });
+  // The heading names the box itself, so that `Logs` names one thing on the page.
+  const title = h('h2', { id: 'logs-title' }, 'Logs');
+  const box = h('div', { class: 'logs', role: 'log', 'aria-labelledby': 'logs-title', tabindex: '0', 'aria-live': 'off' });
   const state = h('span', { class: 'log-state', 'aria-live': 'polite' }, 'Connecting…');
   const resume = h('button', { type: 'button', id: 'logs-resume', class: 'link', hidden: true }, 'Follow new lines');
   let paused = false;
@@ -62,6 +64,11 @@ export function logsPanel(api: Api, app: string): { element: HTMLElement; stop: 
         await api.followLogs(app, controller.signal, add);
       } catch (error) {
         if (controller.signal.aborted) return;
+        // Asking again cannot help a refusal (no such app, no right); a full quota or an outage can pass.
+        if (error instanceof ApiError && error.status >= 400 && error.status < 500 && error.status !== 429) {
+          state.textContent = `The log cannot be followed: ${error.detail}`;
+          return;
+        }
         state.textContent = `The log stream stopped: ${describe(error)} Retrying…`;
       }
       await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
@@ -69,6 +76,6 @@ export function logsPanel(api: Api, app: string): { element: HTMLElement; stop: 
   };
   void follow();
 
-  const element = h('div', { class: 'logs-panel' }, box, h('p', { class: 'log-bar' }, state, ' ', resume));
+  const element = h('section', { id: 'logs', class: 'logs-panel' }, title, box, h('p', { class: 'log-bar' }, state, ' ', resume));
   return { element, stop: () => controller.abort() };
 }

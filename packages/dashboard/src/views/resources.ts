@@ -65,7 +65,7 @@ export function domainsSection(ui: Ui, app: string, url: string, domains: readon
     }),
     h('h3', {}, 'Certificates'),
     mine.length === 0
-      ? h('p', {}, 'No certificate of yours covers these hosts (add one with `svc certs:add`).')
+      ? h('p', {}, 'No certificate of yours covers these hosts (add one with svc certs:add).')
       : h('ul', { class: 'plain' }, mine.map((cert) => h('li', {}, h('span', { class: 'mono' }, cert.common_name), ', expires ', time(cert.expires)))),
   );
 }

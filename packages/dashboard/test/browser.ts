@@ -9,12 +9,11 @@ export function browserUnavailable(): string | null {
 }
 
 /**
- * `describe` when a browser and the other needs (`problems`) are there; otherwise
- * `describe.skip` with the reason printed, except with CI=true, where the tests run anyway
- * and fail loudly.
+ * `describe` when the browser is there; otherwise `describe.skip` with the reason printed,
+ * except with CI=true, where the tests run anyway and fail loudly.
  */
-export function describeInBrowser(name: string, problems: Array<string | null>, body: () => void): void {
-  const problem = [browserUnavailable(), ...problems].find((p) => p !== null) ?? null;
+export function describeInBrowser(name: string, body: () => void): void {
+  const problem = browserUnavailable();
   if (problem !== null && process.env.CI !== 'true') {
     process.stdout.write(`${name}: not run, ${problem}\n`);
     describe.skip(name, body);

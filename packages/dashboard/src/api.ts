@@ -78,11 +78,16 @@ export class Api {
     const headers: Record<string, string> = { Accept: 'application/json' };
     if (this.token !== null) headers.Authorization = `token ${this.token}`;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    let res: Response;
-    try {
-      res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store' });
-    } catch (error) {
-      throw new ApiError(0, `The controller could not be reached: ${error instanceof Error ? error.message : String(error)}`);
+    let res: Response | null = null;
+    // A read is asked again once when the connection failed (browsers drop requests in flight
+    // when the machine's network changes); a write never is, since it may have been done.
+    for (let attempt = 1; res === null; attempt += 1) {
+      try {
+        res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'omit', cache: 'no-store' });
+      } catch (error) {
+        if (method !== 'GET' || attempt >= 2) throw new ApiError(0, `The controller could not be reached: ${error instanceof Error ? error.message : String(error)}`);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+      }
     }
     const text = await res.text();
     let parsed: unknown = text;

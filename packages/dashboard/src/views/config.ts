@@ -38,7 +38,7 @@ export function configSection(ui: Ui, app: string, values: Readonly<Record<strin
         reveal.addEventListener('click', () => {
           if (revealed.has(name)) revealed.delete(name);
           else revealed.add(name);
-          void refresh();
+          void ui.act(reveal, refresh);
         });
         actions.push(reveal);
       }

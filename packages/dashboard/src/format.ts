@@ -111,3 +111,13 @@ export function parseRoute(hash: string): Route {
   const match = /^#\/apps\/([a-z0-9]+(?:-[a-z0-9]+)*)\/?$/.exec(hash);
   return match === null ? { page: 'apps' } : { page: 'app', app: match[1] as string };
 }
+
+/** Whether a certificate's common name covers a host: the same name, or a wildcard one level above it. */
+export function certificateCovers(commonName: string, host: string): boolean {
+  const name = commonName.toLowerCase();
+  const target = host.toLowerCase();
+  if (name === target) return true;
+  if (!name.startsWith('*.')) return false;
+  const suffix = name.slice(1);
+  return target.endsWith(suffix) && target.length > suffix.length && !target.slice(0, -suffix.length).includes('.');
+}

@@ -1,4 +1,4 @@
-import { LineBuffer, atBottom, errorDetail, looksSecret, maskValue, parseProcfile, parseRoute, processCounts, shortSha } from '../src/format';
+import { LineBuffer, atBottom, certificateCovers, errorDetail, looksSecret, maskValue, parseProcfile, parseRoute, processCounts, shortSha } from '../src/format';
 
 describe('looksSecret', () => {
   it.each(['DATABASE_PASSWORD', 'API_KEY', 'SESSION_SECRET', 'GITHUB_TOKEN', 'aws_secret_access_key', 'PRIVATE_KEY', 'SENTRY_DSN', 'SECRET'])('masks %s whatever its value', (key) => {
@@ -86,5 +86,20 @@ describe('shortSha and parseRoute', () => {
     expect(parseRoute('#/apps')).toEqual({ page: 'apps' });
     expect(parseRoute('#/apps/Bad_Id')).toEqual({ page: 'apps' });
     expect(parseRoute('')).toEqual({ page: 'apps' });
+  });
+});
+
+describe('certificateCovers', () => {
+  it('covers the same name and, with a wildcard, names one level below it', () => {
+    expect(certificateCovers('shop.example.com', 'shop.example.com')).toBe(true);
+    expect(certificateCovers('*.svc.test', 'myapp.svc.test')).toBe(true);
+    expect(certificateCovers('*.SVC.test', 'MyApp.svc.test')).toBe(true);
+  });
+
+  it('does not cover another name, two levels below a wildcard, or the wildcard base itself', () => {
+    expect(certificateCovers('shop.example.com', 'www.shop.example.com')).toBe(false);
+    expect(certificateCovers('*.svc.test', 'a.b.svc.test')).toBe(false);
+    expect(certificateCovers('*.svc.test', 'svc.test')).toBe(false);
+    expect(certificateCovers('*.svc.test', 'evilsvc.test')).toBe(false);
   });
 });

@@ -1,12 +1,7 @@
 import type { Certificate, Domain } from '../api.js';
 import { field, h, idOf, time } from '../dom.js';
+import { certificateCovers } from '../format.js';
 import type { Ui } from '../ui.js';
-
-/** Whether a certificate's common name covers a host (exactly, or as a one-level wildcard). */
-function covers(commonName: string, host: string): boolean {
-  if (commonName === host) return true;
-  return commonName.startsWith('*.') && host.endsWith(commonName.slice(1)) && !host.slice(0, -commonName.length + 1).includes('.');
-}
 
 /** A list with a remove button per item and a one-field form to add one. */
 function editableList(ui: Ui, options: { name: string; items: string[]; label: string; formLabel: string; empty: string; add: (value: string) => Promise<void>; remove: (value: string) => Promise<void>; refresh: () => Promise<void> }): HTMLElement {
@@ -49,7 +44,7 @@ function editableList(ui: Ui, options: { name: string; items: string[]; label: s
 /** The app's custom domains, and the user's certificates that cover the app's hosts. */
 export function domainsSection(ui: Ui, app: string, url: string, domains: readonly Domain[], certificates: readonly Certificate[], refresh: () => Promise<void>): HTMLElement {
   const hosts = [url, ...domains.map((d) => d.domain)];
-  const mine = certificates.filter((cert) => hosts.some((host) => covers(cert.common_name, host)));
+  const mine = certificates.filter((cert) => hosts.some((host) => certificateCovers(cert.common_name, host)));
   return h(
     'div',
     {},

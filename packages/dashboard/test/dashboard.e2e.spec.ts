@@ -300,9 +300,14 @@ describeInBrowser('the dashboard in Chromium, against a controller running apps 
     await page.context().close();
   });
 
-  it('fits a 375 px wide screen without sideways scrolling', async () => {
+  it('fits a 375 px wide screen without sideways scrolling, and shows the API error for an app that is not there', async () => {
     const page = await newPage(375, 812);
     await signIn(page);
+    // An app that is not there (or not yours): the API's detail, not a blank page.
+    await page.goto(`${dashboard}#/apps/nosuchapp`);
+    await page.getByRole('alert').filter({ hasText: 'Not found.' }).waitFor();
+    await page.getByText('This app could not be loaded.').waitFor();
+    await page.getByRole('link', { name: 'Apps', exact: true }).click();
     await page.getByRole('link', { name: 'webapp', exact: true }).click();
     await release(page, 7).waitFor();
     await page.getByRole('log', { name: 'Logs' }).getByText(/tick \d+/).first().waitFor({ timeout: 15_000 });

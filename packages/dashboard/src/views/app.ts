@@ -80,6 +80,7 @@ export function appView(ui: Ui, app: string, navigate: (hash: string) => void): 
   });
   refresh().catch((error: unknown) => {
     replace(summary, 'This app could not be loaded.');
+    for (const part of [releases, processes, config, builds, domains, collaborators]) replace(part.body, h('p', {}, 'Not loaded: see the message above.'));
     ui.error(error);
   });
 

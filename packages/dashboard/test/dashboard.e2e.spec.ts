@@ -270,9 +270,13 @@ describeInBrowser('the dashboard in Chromium, against a controller running apps 
   it('is usable with the keyboard alone: sign in, open the app by its link, roll back', async () => {
     const page = await newPage();
     await page.goto(dashboard);
-    // The sign-in form takes focus: type, Tab, type, Enter.
+    // The sign-in form takes focus: type, Tab, type, Enter. A wrong password shows the API's
+    // answer and leaves the password selected, to be typed again.
     await page.keyboard.type('alice');
     await page.keyboard.press('Tab');
+    await page.keyboard.type('not-the-password');
+    await page.keyboard.press('Enter');
+    await page.getByRole('alert').filter({ hasText: 'Unable to log in with provided credentials.' }).waitFor();
     await page.keyboard.type(PASSWORD);
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { level: 1, name: 'Apps' }).waitFor();

@@ -185,6 +185,10 @@ describeInBrowser('the dashboard in Chromium, against a controller running apps 
     expect(await logs.evaluate((box: Box) => box.scrollTop)).toBe(0);
     await page.getByRole('button', { name: 'Follow new lines' }).click();
     await eventually(async () => expect(await logs.evaluate((box: Box) => box.scrollTop + box.clientHeight >= box.scrollHeight - 8)).toBe(true));
+    // Following again, arriving lines keep it following.
+    const resumedAt = await logs.locator('.line').count();
+    await eventually(async () => expect(await logs.locator('.line').count()).toBeGreaterThan(resumedAt + 4));
+    expect(await page.locator('.log-state').textContent()).toBe('Following.');
 
     // Config: set (v3), a secret masked until revealed (v4), unset (v5).
     await page.getByLabel('Key', { exact: true }).fill('GREETING');
@@ -315,6 +319,11 @@ describeInBrowser('the dashboard in Chromium, against a controller running apps 
     await page.getByRole('link', { name: 'webapp', exact: true }).click();
     await release(page, 7).waitFor();
     await page.getByRole('log', { name: 'Logs' }).getByText(/tick \d+/).first().waitFor({ timeout: 15_000 });
+    // Two processes' lines, wrapped on two rows each, arriving together: still following.
+    const lines = page.getByRole('log', { name: 'Logs' }).locator('.line');
+    const seen = await lines.count();
+    await eventually(async () => expect(await lines.count()).toBeGreaterThan(seen + 6));
+    expect(await page.locator('.log-state').textContent()).toBe('Following.');
     expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(375);
     const panel = await page.getByRole('log', { name: 'Logs' }).boundingBox();
     expect(panel?.width).toBeLessThanOrEqual(375);

@@ -28,15 +28,22 @@ export function logsPanel(api: Api, app: string): { element: HTMLElement; stop: 
     resume.hidden = !paused;
     state.textContent = paused ? `Paused: ${unseen} new line${unseen === 1 ? '' : 's'} below.` : 'Following.';
   };
+  // Where following last put the box: a scroll event that finds the box below its bottom
+  // because a line arrived meanwhile is not the reader scrolling up.
+  let followedTop = 0;
   const toBottom = (): void => {
     box.scrollTop = box.scrollHeight;
+    followedTop = box.scrollTop;
   };
   box.addEventListener('scroll', () => {
-    const bottom = atBottom(box.scrollTop, box.clientHeight, box.scrollHeight);
-    if (bottom === !paused) return;
-    paused = !bottom;
-    if (!paused) unseen = 0;
-    showState();
+    if (paused && atBottom(box.scrollTop, box.clientHeight, box.scrollHeight)) {
+      paused = false;
+      unseen = 0;
+      showState();
+    } else if (!paused && box.scrollTop < followedTop - 1) {
+      paused = true;
+      showState();
+    }
   });
   resume.addEventListener('click', () => {
     paused = false;

@@ -50,6 +50,8 @@ for dir in packages/*/; do
   mkdir -p "$context/packages/$name"
   cp "$dir/package.json" "$context/packages/$name/"
   if [ -d "$dir/dist" ]; then cp -a "$dir/dist" "$context/packages/$name/"; fi
+  # The dashboard's page, stylesheet and compiled scripts (docs/dashboard.md).
+  if [ -d "$dir/public" ]; then cp -a "$dir/public" "$context/packages/$name/"; fi
 done
 # Hard links where possible (same file system): a copy of node_modules costs no space. npm
 # prune only unlinks what it removes, and its record of the tree is rewritten, not edited:

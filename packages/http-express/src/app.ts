@@ -10,6 +10,7 @@ import { routerFor, type Route, type RouteContext } from './routing';
 import { openApiDocument, type RouteShape } from './openapi';
 import { inSequence } from './sequence';
 import { corsPolicy, hostCheck } from './origins';
+import { dashboardFiles } from './dashboard';
 import { securityHeaders } from './security';
 import { accountRoutes } from './routes/accounts';
 import { appRoutes } from './routes/apps';
@@ -48,6 +49,8 @@ export interface HttpOptions {
   requestObserver?: RequestObserver;
   /** Serves `GET /metrics` when given. */
   metrics?: MetricsEndpoint;
+  /** The directory of the dashboard's built files, served at `/dashboard/`; absent: no dashboard. */
+  dashboardDirectory?: string;
 }
 
 /** Every route of the API, in the order they are tried. */
@@ -104,6 +107,8 @@ export function createHttpApp(options: HttpOptions): Application {
       answerOptions,
     ),
   );
+  // The dashboard's files pass the same Host, CORS and version checks as the API.
+  if (options.dashboardDirectory !== undefined) app.use(dashboardFiles(options.dashboardDirectory));
   // /metrics is the operator's, not the API's: it is not in the OpenAPI document.
   app.use(routerFor([...routes, ...metricsRoutes(options.metrics)], options.useCases));
   app.use(errorHandler(options.defaultVersion, options.platformVersion, logger));

@@ -37,11 +37,33 @@ export function hostCheck(allowed: readonly string[], platformDomain: string): R
 }
 
 /**
+ * Whether a request's `Origin` is the origin the request was sent to (`<protocol>://<host>`,
+ * default ports ignored): the pages the controller serves itself (the dashboard), whose
+ * browsers send `Origin` on their own POST and DELETE requests. `null`, an opaque or a
+ * malformed origin is never the same. A DNS-rebinding page is same-origin with its own name
+ * too, which is why the Host check refuses names the API does not answer for.
+ */
+export function isSameOrigin(origin: string, protocol: string, host: string | undefined): boolean {
+  // A host is a name or address and a port: `user@host` or a path would parse as another host.
+  if (host === undefined || !/^[A-Za-z0-9.\-:[\]]+$/.test(host)) return false;
+  try {
+    const sent = new URL(origin);
+    // An Origin header is scheme, host and port, nothing more.
+    if (sent.username !== '' || sent.password !== '' || sent.pathname !== '/' || sent.search !== '' || sent.hash !== '' || origin.endsWith('/')) return false;
+    if (sent.protocol !== 'http:' && sent.protocol !== 'https:') return false;
+    return sent.origin === new URL(`${protocol}://${host}`).origin;
+  } catch {
+    return false;
+  }
+}
+
+/**
  * CORS by allow-list. A request that carries an `Origin` the list does not hold is refused
  * (403), preflight or not: a page of another site may neither read the API's answers nor
  * make it act (a form post needs no preflight). An allowed origin gets
  * `Access-Control-Allow-Origin` (itself, or `*` when the list is `*`) and the exposed
- * version headers. Without an `Origin` (command-line clients) nothing changes.
+ * version headers. Without an `Origin` (command-line clients) nothing changes. The request's
+ * own origin ({@link isSameOrigin}) always passes, with no CORS header: it needs none.
  */
 export function corsPolicy(origins: readonly string[]): RequestHandler {
   const any = origins.includes('*');
@@ -54,6 +76,10 @@ export function corsPolicy(origins: readonly string[]): RequestHandler {
       return;
     }
     if (!any && !allowed.has(origin.toLowerCase())) {
+      if (isSameOrigin(origin, req.protocol, req.host)) {
+        next();
+        return;
+      }
       next(new HttpError(403, 'Cross-origin requests from this origin are not allowed.'));
       return;
     }

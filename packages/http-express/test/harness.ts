@@ -60,6 +60,7 @@ export interface HarnessOptions {
   allowedHosts?: string[];
   requestObserver?: HttpOptions['requestObserver'];
   metrics?: HttpOptions['metrics'];
+  dashboardDirectory?: string;
 }
 
 /** The platform version the test application announces. */
@@ -101,6 +102,7 @@ export function harness(options: HarnessOptions = {}): Harness {
     followBufferBytes: options.followBufferBytes,
     shutdown: options.shutdown,
     corsAllowedOrigins: options.corsAllowedOrigins,
+    ...(options.dashboardDirectory === undefined ? {} : { dashboardDirectory: options.dashboardDirectory }),
     allowedHosts: options.allowedHosts ?? ['.example.com'],
     requestObserver: options.requestObserver,
     metrics: options.metrics,

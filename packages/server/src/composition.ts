@@ -80,6 +80,8 @@ export interface CompositionOptions {
   corsAllowedOrigins?: readonly string[];
   /** Host names the API answers besides IP addresses, localhost and the platform domain. */
   allowedHosts?: readonly string[];
+  /** The dashboard's built files, served at `/dashboard/`; absent or null: no dashboard. */
+  dashboardDirectory?: string | null;
   logger: HttpLogger;
   /** How pushed commits are built into images; absent or null: they run from their checkout. */
   imageBuilds?: ImageBuildSettings | null;
@@ -353,6 +355,7 @@ const httpModule = (options: CompositionOptions) =>
         trustProxy: options.trustProxy,
         corsAllowedOrigins: options.corsAllowedOrigins,
         allowedHosts: options.allowedHosts,
+        ...(options.dashboardDirectory ? { dashboardDirectory: options.dashboardDirectory } : {}),
         shutdown: options.shutdown,
         ...(options.metrics ? httpMetrics(options.metrics.collector, options.metrics.token) : {}),
       }),

@@ -167,6 +167,8 @@ export interface ServerConfig {
   corsAllowedOrigins: string[];
   /** ALLOWED_HOSTS: host names the API answers besides IP addresses, localhost and the platform domain. */
   allowedHosts: string[];
+  /** DASHBOARD: whether the web dashboard is served at `/dashboard/` on the API's origin (default on). */
+  dashboard: boolean;
   connections: ConnectionLimits;
   gitConnections: GitConnectionLimits;
   shutdownTimeoutMs: number;
@@ -624,6 +626,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     trustProxy: flag(env, 'TRUST_PROXY', false),
     corsAllowedOrigins: corsOrigins(env),
     allowedHosts: allowedHosts(env),
+    dashboard: flag(env, 'DASHBOARD', true),
     connections: {
       ...connectionCaps(env, 'API', 2000, 100),
       headersTimeoutMs: integer(env, 'API_HEADERS_TIMEOUT_MS', 20_000, 100, 3_600_000),

@@ -13,6 +13,7 @@ import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
 import { ControllerMetrics, createRouterMetrics } from '@svc/metrics-prometheus';
 import { prepareEngineBuilds } from './compose-builds';
 import { compose, type GitSetup, type PlatformRouter } from './composition';
+import { dashboardDirectory } from './dashboard';
 import type { PlatformRouteTable } from './routing';
 import { UNSAFE_SWITCH, type SchedulerKind, type ServerConfig } from './config';
 
@@ -283,6 +284,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     trustProxy: config.trustProxy,
     corsAllowedOrigins: config.corsAllowedOrigins,
     allowedHosts: [...config.allowedHosts, ...configuredHost(config.host)],
+    dashboardDirectory: config.dashboard ? dashboardDirectory() : null,
     logger,
     git: git?.setup ?? null,
     imageBuilds: config.imageBuilds,

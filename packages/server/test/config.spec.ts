@@ -627,3 +627,11 @@ describe('loadConfig: metrics', () => {
     });
   });
 });
+
+describe('loadConfig: dashboard', () => {
+  it('serves the dashboard by default, not with DASHBOARD=off, and refuses another value', () => {
+    expect(loadConfig({}).dashboard).toBe(true);
+    expect(loadConfig({ DASHBOARD: 'off' }).dashboard).toBe(false);
+    expect(failureOf({ DASHBOARD: 'maybe' })?.message).toMatch(/^DASHBOARD: /);
+  });
+});

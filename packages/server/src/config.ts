@@ -233,22 +233,28 @@ function flag(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `must be true or false, got "${value}"`);
 }
 
+/** The variables of one server's connection caps: in all, per client address, reserved. */
+interface CapVariables {
+  total: string;
+  perAddress: string;
+  reserved: string;
+}
+
 /**
- * `<prefix>_MAX_CONNECTIONS`, `<prefix>_MAX_CONNECTIONS_PER_ADDRESS` and
- * `<prefix>_CONNECTIONS_RESERVED` of one server: by default half the total is reserved for
- * clients that hold no connection yet, so that filling it takes one address per place.
+ * The connection caps of one server (the API's, the git server's): by default half the total
+ * is reserved for clients that hold no connection yet, so that filling it takes one address per place.
  */
 function connectionCaps(
   env: Env,
-  prefix: 'API' | 'GIT_SSH',
+  names: CapVariables,
   total: number,
   perAddress: number,
 ): Pick<ConnectionLimits, 'maxConnections' | 'maxConnectionsPerAddress' | 'reservedConnections'> {
-  const maxConnections = integer(env, `${prefix}_MAX_CONNECTIONS`, total, 1, 1_000_000);
+  const maxConnections = integer(env, names.total, total, 1, 1_000_000);
   return {
     maxConnections,
-    maxConnectionsPerAddress: integer(env, `${prefix}_MAX_CONNECTIONS_PER_ADDRESS`, perAddress, 1, 1_000_000),
-    reservedConnections: integer(env, `${prefix}_CONNECTIONS_RESERVED`, Math.floor(maxConnections / 2), 0, maxConnections - 1),
+    maxConnectionsPerAddress: integer(env, names.perAddress, perAddress, 1, 1_000_000),
+    reservedConnections: integer(env, names.reserved, Math.floor(maxConnections / 2), 0, maxConnections - 1),
   };
 }
 
@@ -628,13 +634,13 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     allowedHosts: allowedHosts(env),
     dashboard: flag(env, 'DASHBOARD', true),
     connections: {
-      ...connectionCaps(env, 'API', 2000, 100),
+      ...connectionCaps(env, { total: 'API_MAX_CONNECTIONS', perAddress: 'API_MAX_CONNECTIONS_PER_ADDRESS', reserved: 'API_CONNECTIONS_RESERVED' }, 2000, 100),
       headersTimeoutMs: integer(env, 'API_HEADERS_TIMEOUT_MS', 20_000, 100, 3_600_000),
       requestTimeoutMs: integer(env, 'API_REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000),
       keepAliveTimeoutMs: integer(env, 'API_KEEP_ALIVE_TIMEOUT_MS', 65_000, 100, 3_600_000),
     },
     gitConnections: {
-      ...connectionCaps(env, 'GIT_SSH', 200, 10),
+      ...connectionCaps(env, { total: 'GIT_SSH_MAX_CONNECTIONS', perAddress: 'GIT_SSH_MAX_CONNECTIONS_PER_ADDRESS', reserved: 'GIT_SSH_CONNECTIONS_RESERVED' }, 200, 10),
       authTimeoutMs: integer(env, 'GIT_SSH_AUTH_TIMEOUT_MS', 20_000, 100, 3_600_000),
     },
     shutdownTimeoutMs: integer(env, 'SHUTDOWN_TIMEOUT_MS', 10000, 0, 600000),

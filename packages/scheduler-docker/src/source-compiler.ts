@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { basename, dirname } from 'node:path';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
 import { buildFailed, type CompileRequest, type CompileSession, type SourceCompiler } from '@svc/core';
@@ -246,9 +247,20 @@ export class DockerSourceCompiler implements SourceCompiler {
 
   /** The commit's files into /app, the app's user's. */
   private async copySource(container: Docker.Container, directory: string): Promise<void> {
-    const archive = pack(directory, { map: (header) => ({ ...header, uid: 10000, gid: 10000, uname: 'app', gname: 'app' }) });
+    // Laid out from the parent, with an entry for the build directory itself: /app is the app's
+    // user's even on a stack image whose /app belongs to root, so the app can write its own files.
+    const base = basename(COMPILE_PATHS.build);
+    const owned = { uid: 10000, gid: 10000, uname: 'app', gname: 'app' };
+    const archive = pack(directory, {
+      map: (header) => ({ ...header, ...owned, name: `${base}/${header.name}` }),
+      finalize: false,
+      finish: (tar) => {
+        tar.entry({ name: base, type: 'directory', mode: 0o755, ...owned });
+        tar.finalize();
+      },
+    });
     try {
-      await container.putArchive(archive, { path: COMPILE_PATHS.build });
+      await container.putArchive(archive, { path: dirname(COMPILE_PATHS.build) });
     } finally {
       archive.destroy();
     }

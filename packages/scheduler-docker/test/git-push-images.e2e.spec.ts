@@ -146,7 +146,7 @@ describeWithEngine('git push builds images', (engine) => {
       expect(refused.body.detail).toMatch(/can no longer be rolled back to/);
     });
 
-    it('a Procfile-only push is laid onto the stack image as one layer, its files in /app owned by the app user', async () => {
+    it('a push without a Dockerfile is compiled by a buildpack and laid onto the stack image as one layer, its files in /app owned by the app user', async () => {
       const copy = await WorkingCopy.init(join(root, proc), join(root, 'home'), key);
       await copy.expectGit(['remote', 'add', 'svc', gitUrl(proc)]);
       await copy.commit(nodeApp('hello from the stack'), 'first');
@@ -154,7 +154,8 @@ describeWithEngine('git push builds images', (engine) => {
       const outcome = await copy.git(['push', 'svc', 'main']);
 
       expect(outcome.code).toBe(0);
-      expect(outcome.stderr).toMatch(new RegExp(`remote:        Step 1/\\d+ : FROM ${NODE_IMAGE}`));
+      expect(outcome.stderr).toContain('remote:        Detected Node.js');
+      expect(outcome.stderr).toContain('remote:        Process types: web (from the Procfile)');
       expect(outcome.stderr).toContain('remote: -----> Released v2 (web=1)');
       expect(await builds(proc)).toEqual([expect.objectContaining({ image: `${proc}:2` })]);
       const [image, stack] = await Promise.all([engine().getImage(`${proc}:2`).inspect(), engine().getImage(NODE_IMAGE).inspect()]);

@@ -12,12 +12,15 @@
  *                                                        of any kind, a lockfile, a build script or
  *                                                        engines.node to check
  *   node package-info.js release BUILD_DIR              bin/release's YAML
+ *   node package-info.js plan BUILD_DIR NPM_DIR OUT     all of the above a compile needs, in one
+ *                                                        run: checks engines.node (exit 1 when it
+ *                                                        fails), writes shell assignments to OUT
  *
  * A package.json that is not a JSON object is refused (exit 1) with the parser's reason.
  */
 const { createHash } = require('node:crypto');
 const { existsSync, readFileSync } = require('node:fs');
-const { join } = require('node:path');
+const { dirname, join } = require('node:path');
 
 const LOCKFILES = ['npm-shrinkwrap.json', 'package-lock.json'];
 // The package.json fields an install's result depends on, besides the lockfile.
@@ -126,6 +129,54 @@ function release(buildDir) {
   }
 }
 
+/** The npm of NPM_DIR's version, from its own package.json (no npm process to start). */
+function npmVersion(npmDir) {
+  try {
+    const version = JSON.parse(readFileSync(join(npmDir, 'package.json'), 'utf8')).version;
+    return typeof version === 'string' && /^[0-9A-Za-z.+-]{1,64}$/.test(version) ? version : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What a compile needs to know, decided by one node process: whether npm has work, npm's
+ * version, the cache key, the build script and devDependencies, with engines.node checked.
+ * The answers go to OUT as shell assignments (values this script makes, never the app's text).
+ */
+function plan(buildDir, npmDir, out) {
+  const { writeFileSync } = require('node:fs');
+  const pkg = readPackage(buildDir);
+  const assignments = { bp_needs_npm: needsNpm(buildDir) ? '1' : '0', bp_npm_version: '', bp_key: '', bp_has_build: '0', bp_has_dev: '0' };
+  if (assignments.bp_needs_npm === '1') {
+    if (!npmDir) return refuse('npm is not on PATH: the stack must provide npm');
+    // npm ships its own semver; a wrapper named npm is no npm directory: then npm is looked
+    // for where node's installation keeps its global packages.
+    const isNpm = (dir) => npmVersion(dir) !== null && existsSync(join(dir, 'node_modules', 'semver', 'package.json'));
+    const beside = join(dirname(process.execPath), '..', 'lib', 'node_modules', 'npm');
+    const found = [npmDir, beside].find(isNpm);
+    if (found === undefined) return refuse(`npm's own files (its package.json and semver module) are not found in ${npmDir} or ${beside}`);
+    npmDir = found;
+    const version = npmVersion(npmDir);
+    process.stdout.write('-----> Checking the Node.js version\n');
+    process.stdout.write(`       Stack: Node.js ${process.version}, npm ${version}\n`);
+    engines(buildDir, join(npmDir, 'node_modules', 'semver'));
+    assignments.bp_npm_version = version;
+    assignments.bp_has_build = hasScript(pkg, 'build') ? '1' : '0';
+    assignments.bp_has_dev = Object.keys(objectField(pkg, 'devDependencies')).length > 0 ? '1' : '0';
+    const key = [];
+    const write = process.stdout.write;
+    process.stdout.write = (text) => key.push(String(text));
+    try {
+      cacheKey(buildDir, version);
+    } finally {
+      process.stdout.write = write;
+    }
+    assignments.bp_key = key.join('').trim();
+  }
+  writeFileSync(out, Object.entries(assignments).map(([name, value]) => `${name}='${value}'\n`).join(''), { mode: 0o600 });
+}
+
 function main(argv) {
   const [command, buildDir, extra] = argv;
   if (buildDir === undefined) return refuse('usage: package-info.js COMMAND BUILD_DIR [ARG]');
@@ -140,6 +191,8 @@ function main(argv) {
       return cacheKey(buildDir, extra);
     case 'needs-npm':
       return process.exit(needsNpm(buildDir) ? 0 : 1);
+    case 'plan':
+      return plan(buildDir, extra, argv[3]);
     case 'release':
       return release(buildDir);
     default:

@@ -144,7 +144,9 @@ describeEachBackend('git push deploys', (backend) => {
   });
 
   it('refuses a push that cannot be released and keeps the running release', async () => {
-    await copy.remove('Procfile');
+    // Without a Procfile and a package.json no buildpack gives a process type to run.
+    await copy.expectGit(['rm', '--quiet', 'Procfile', 'package.json']);
+    await copy.expectGit(['commit', '--quiet', '-m', 'nothing to run']);
 
     const outcome = await copy.git(['push', 'svc', 'main']);
 

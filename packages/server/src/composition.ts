@@ -12,6 +12,8 @@ import {
   type Scheduler,
   type SecretBox,
   type Settings,
+  type TlsStore,
+  type AcmeSetup,
   type UnitOfWork,
   type UseCases,
 } from '@svc/core';
@@ -28,7 +30,7 @@ import { GitServer } from '@svc/builder-git';
 import { AppRouter, RouterCluster, type AppRouterOptions, type LogLevel, type RequestObserver } from '@svc/router-http';
 import type { ControllerMetrics } from '@svc/metrics-prometheus';
 import type { DockerSettings, ImageBuildSettings, SchedulerKind, SwarmSettings } from './config';
-import { DrainingScheduler, LeavingContainers, PlatformRouteTable, StoredCertificates } from './routing';
+import { DrainingScheduler, LeavingContainers, PlatformRouteTable, StoredCertificates, StoredChallenges } from './routing';
 
 /** Any use case class: constructed from the core's dependencies. */
 type UseCaseClass = new (deps: CoreDependencies) => object;
@@ -92,6 +94,10 @@ export interface CompositionOptions {
   metrics?: { collector: ControllerMetrics; token: string | null } | null;
   /** How the router runs; absent: in-process with its defaults. */
   router?: RouterSetup;
+  /** The TLS state of names and the apps' HTTPS settings (the database's); absent or null: none. */
+  tls?: TlsStore | null;
+  /** Automatic HTTPS over ACME; absent or null: off. */
+  acme?: AcmeSetup | null;
 }
 
 /** How the router runs: in worker processes or on the controller's event loop, its limits and pools. */
@@ -106,6 +112,8 @@ export interface RouterSetup {
   logLevel?: LogLevel;
   /** Hears every routed request's app, status and duration (the metrics endpoint). */
   observer?: RequestObserver;
+  /** The HTTPS port redirects to HTTPS name (ROUTER_TLS_PORT); absent: 443. */
+  httpsPort?: number;
 }
 
 /** The router as the server drives it: in-process (AppRouter) or in worker processes (RouterCluster). */
@@ -293,7 +301,7 @@ const imagesModule = (builds: ImageBuildSettings | null, registryLogin: Registry
     );
   });
 
-const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined) =>
+const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined, tls: TlsStore | null, acme: AcmeSetup | null) =>
   new ContainerModule(({ bind }) => {
     bind<Settings>(TOKENS.Settings).toConstantValue(settings);
     bind<CoreDependencies>(TOKENS.CoreDependencies).toDynamicValue((ctx) => ({
@@ -311,6 +319,8 @@ const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined) 
       settings: ctx.get(TOKENS.Settings),
       images: ctx.get<ImageBuilder | null>(TOKENS.ImageBuilder),
       deployObserver: metrics,
+      tls,
+      acme,
     }));
     // Each use case class is its own binding, built by a factory: the core needs no decorators.
     const classes = Object.entries(USE_CASES) as [string, UseCaseClass][];
@@ -366,13 +376,21 @@ const routerModule = (options: CompositionOptions) =>
             : options.scheduler === 'swarm'
               ? ctx.get<SwarmScheduler>(SERVER_TOKENS.SwarmScheduler)
               : null;
-      return new PlatformRouteTable(ctx.get<UnitOfWork>(TOKENS.UnitOfWork), options.settings.platformDomain, endpoints, {}, ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers));
+      const redirects = options.tls ? { redirects: ctx.get<UseCases>(TOKENS.UseCases).httpsRedirectFor } : {};
+      return new PlatformRouteTable(ctx.get<UnitOfWork>(TOKENS.UnitOfWork), options.settings.platformDomain, endpoints, redirects, ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers));
     });
     bind<PlatformRouter>(SERVER_TOKENS.Router).toDynamicValue((ctx) => {
       const setup = options.router ?? { workers: 0 };
       const shared = {
         routes: ctx.get<PlatformRouteTable>(SERVER_TOKENS.RouteTable),
-        certificates: new StoredCertificates(ctx.get<UseCases>(TOKENS.UseCases).certificateForServerName, ctx.get<SecretBox>(TOKENS.SecretBox)),
+        certificates: new StoredCertificates(
+          ctx.get<UseCases>(TOKENS.UseCases).certificateForServerName,
+          ctx.get<SecretBox>(TOKENS.SecretBox),
+          options.tls ? ctx.get<UseCases>(TOKENS.UseCases).issuedCertificateFor : null,
+        ),
+        // The ACME server validates names on the router's plain HTTP listener (HTTP-01).
+        ...(options.tls && options.acme ? { challenges: new StoredChallenges(options.tls) } : {}),
+        ...(setup.httpsPort === undefined ? {} : { httpsPort: setup.httpsPort }),
         logger: options.logger,
         ...(setup.routeRefreshMs === undefined ? {} : { routeRefreshMs: setup.routeRefreshMs }),
         ...(setup.accessLogSample === undefined ? {} : { accessLogSample: setup.accessLogSample }),
@@ -408,6 +426,8 @@ export function compose(options: CompositionOptions): {
   router: PlatformRouter;
   /** Where the router's routes come from; `forget()` it when routes changed. */
   routeTable: PlatformRouteTable;
+  /** The ports the use cases were built from (background work such as certificate renewal). */
+  deps: CoreDependencies;
 } {
   const container = new Container({ defaultScope: 'Singleton' });
   container.loadSync(
@@ -418,7 +438,7 @@ export function compose(options: CompositionOptions): {
     schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes, options.docker, options.swarm, options.registryLogin ?? null),
     // The process scheduler runs checkouts: pushed commits are built into images for the others.
     imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null), options.registryLogin ?? null),
-    coreModule(options.settings, options.metrics?.collector),
+    coreModule(options.settings, options.metrics?.collector, options.tls ?? null, options.acme ?? null),
     httpModule(options),
     gitModule(options.git ?? null, options.logger),
     routerModule(options),
@@ -435,5 +455,6 @@ export function compose(options: CompositionOptions): {
     gitServer: options.git ? container.get<GitServer>(SERVER_TOKENS.GitServer) : null,
     router: container.get<PlatformRouter>(SERVER_TOKENS.Router),
     routeTable: container.get<PlatformRouteTable>(SERVER_TOKENS.RouteTable),
+    deps: container.get<CoreDependencies>(TOKENS.CoreDependencies),
   };
 }

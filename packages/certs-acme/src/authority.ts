@@ -74,6 +74,8 @@ export class AcmeCertificateAuthority implements CertificateAuthority {
   readonly directory: string;
   private readonly timeoutMs: number;
   private readonly pollMs: number;
+  /** Account URLs by account key, learnt once per process. */
+  private readonly accounts = new Map<string, string>();
 
   constructor(private readonly options: AcmeAuthorityOptions) {
     this.directory = options.directory;
@@ -104,18 +106,42 @@ export class AcmeCertificateAuthority implements CertificateAuthority {
     });
   }
 
+  /**
+   * Makes sure the client knows its account's URL: remembered from an earlier issuance of this
+   * process, else registered (or found, when another process or an earlier start registered
+   * the key). Finding an existing account makes the library send an update of it, which a
+   * server may refuse when nothing changes (no contact address): the account is known by then,
+   * and the refusal does not matter.
+   */
+  private async register(client: acme.Client, accountKey: string): Promise<void> {
+    const known = this.accounts.get(accountKey);
+    if (known !== undefined) return;
+    try {
+      await client.createAccount({ termsOfServiceAgreed: true, ...(this.options.email ? { contact: [`mailto:${this.options.email}`] } : {}) });
+    } catch (error) {
+      try {
+        client.getAccountUrl();
+      } catch {
+        throw error;
+      }
+    }
+    this.accounts.set(accountKey, client.getAccountUrl());
+  }
+
   private async order(request: IssuanceRequest): Promise<IssuedCertificate> {
+    const accountUrl = this.accounts.get(request.accountKey);
     const client = new acme.Client({
       directoryUrl: this.directory,
       accountKey: request.accountKey,
+      ...(accountUrl === undefined ? {} : { accountUrl }),
       backoffAttempts: 12,
       backoffMin: this.pollMs,
       backoffMax: this.pollMs * 10,
     });
+    await this.register(client, request.accountKey);
     const [key, csr] = await acme.crypto.createCsr({ commonName: request.name, altNames: [request.name] }, await acme.crypto.createPrivateEcdsaKey('P-256'));
     const certificate = await client.auto({
       csr,
-      ...(this.options.email ? { email: this.options.email } : {}),
       termsOfServiceAgreed: true,
       challengePriority: ['http-01'],
       skipChallengeVerification: true,

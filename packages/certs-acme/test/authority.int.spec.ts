@@ -77,6 +77,17 @@ describeWithPebble('AcmeCertificateAuthority against pebble', () => {
     expect(challenges.answers.size).toBe(0);
   });
 
+  it('uses an account another process registered, also without a contact address', async () => {
+    const first = new AcmeCertificateAuthority({ directory: pebble.directory, ca: pebble.apiCa, pollMs: 200 });
+    const second = new AcmeCertificateAuthority({ directory: pebble.directory, ca: pebble.apiCa, pollMs: 200 });
+    const accountKey = await first.createAccountKey();
+
+    await first.issue({ name: 'ok.acme.test', accountKey, challenges });
+    const again = await second.issue({ name: 'ok.acme.test', accountKey, challenges });
+
+    expect(new X509Certificate(again.certificate).subjectAltName).toBe('DNS:ok.acme.test');
+  });
+
   it('fails with a clear reason when the ACME server cannot be reached', async () => {
     const down = new AcmeCertificateAuthority({ directory: 'https://127.0.0.1:1/dir', pollMs: 100 });
 

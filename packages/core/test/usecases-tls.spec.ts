@@ -245,4 +245,15 @@ describe('RenewCertificates', () => {
     await world.useCases.setAppTls.execute(alice, 'shop', { https_redirect: false });
     expect(await world.useCases.httpsRedirectFor.execute('shop', 'shop.apps.example.net')).toBe(false);
   });
+
+  it('forgets the HTTPS redirect of a deleted app, so a new app of the same name starts without it', async () => {
+    const { world, tls } = acmeWorld();
+    const alice = await world.actor('alice');
+    await world.app(alice, 'shop');
+    await world.useCases.setAppTls.execute(alice, 'shop', { https_redirect: true });
+
+    await world.useCases.deleteApp.execute(alice, 'shop');
+
+    expect(await tls.httpsRedirect('shop')).toBe(false);
+  });
 });

@@ -45,10 +45,11 @@ export interface RelayContext {
   targetsOf(host: string, route: ResolvedRoute): Targets;
   /**
    * The router's own answer to an ACME HTTP-01 challenge request on a plain connection: null
-   * when the request is not one (it is routed); else the key authorization, or null for 404.
+   * when the request is not one; else the key authorization, or null when the platform has
+   * none for it (then it is routed to the app like any other request).
    */
   challenge(host: string | null, target: string, secure: boolean): Promise<string | null> | null;
-  /** Where a plain HTTP request of a route that wants HTTPS is redirected; null: it is routed. */
+  /** Where a plain HTTP request of a route that wants HTTPS is redirected (never a challenge path); null: it is routed. */
   redirect(host: string, target: string, route: ResolvedRoute, secure: boolean): string | null;
   finished(exchange: Exchanged): void;
   logger: RouterLogger;
@@ -397,9 +398,18 @@ class Exchange {
     this.host = this.inbound.hostOf(this.head.host);
     const challenge = this.relay.ctx.challenge(this.host, this.head.target, this.inbound.secure);
     if (challenge !== null) {
-      void challenge.then((answer) => (answer === null ? this.reply(404, 'No such ACME challenge.\n') : this.reply(200, answer)));
+      // A token the platform did not publish is the app's own (its own ACME client): routed.
+      void challenge.then((answer) => {
+        if (this.over) return;
+        if (answer === null) this.route();
+        else this.reply(200, answer);
+      });
       return;
     }
+    this.route();
+  }
+
+  private route(): void {
     const found = this.relay.ctx.lookUp(this.host, this.reply, this.routing);
     if (found === null) return;
     if (found instanceof Promise) {

@@ -129,7 +129,7 @@ export class AppRouter {
       lookUp: (host, reply, routing) => this.lookUp(host, reply, routing),
       targetsOf: (host, route) => this.targetsOf(host, route),
       challenge: (host, target, secure) => this.challenge(host, target, secure),
-      redirect: (host, target, route, secure) => (route.httpsRedirect === true && !secure ? httpsLocation(host, target, this.options.httpsPort ?? 443) : null),
+      redirect: (host, target, route, secure) => this.redirect(host, target, route, secure),
       finished: (exchanged) => this.relayed(exchanged),
       logger: this.logger,
       connectTimeoutMs: this.connectTimeoutMs,
@@ -290,8 +290,19 @@ export class AppRouter {
   }
 
   /**
+   * Where a plain HTTP request is redirected when its route wants HTTPS; never a request for
+   * an ACME challenge (the platform's or the app's own), which must stay reachable over HTTP.
+   */
+  private redirect(host: string, target: string, route: ResolvedRoute, secure: boolean): string | null {
+    if (route.httpsRedirect !== true || secure || challengeToken(target) !== undefined) return null;
+    return httpsLocation(host, target, this.options.httpsPort ?? 443);
+  }
+
+  /**
    * The answer to an ACME HTTP-01 challenge request on a plain connection, looked up in the
-   * challenge store (null there or a failing store: 404); null when the request is not one.
+   * challenge store; null when the request is not one. The promise resolves to null when the
+   * platform published no answer for it (or the store failed): the request is then routed to
+   * the app, whose own ACME client may be waiting for it.
    */
   private challenge(host: string | null, target: string, secure: boolean): Promise<string | null> | null {
     const store = this.options.challenges;
@@ -311,29 +322,29 @@ export class AppRouter {
     const routing: Routing = { app: null, target: null, attempts: 0 };
     res.once('close', () => this.finished(req, res, host, routing, started));
     const reply = (status: number, text: string): void => plainAnswer(req, res, status, text);
-    const challenge = this.challenge(host, req.url ?? '/', secure);
-    if (challenge !== null) {
-      void challenge.then((answer) => (answer === null ? reply(404, 'No such ACME challenge.\n') : reply(200, answer)));
-      return;
-    }
     const go = (route: ResolvedRoute): void => {
-      if (route.httpsRedirect === true && !secure && host !== null) {
-        const location = httpsLocation(host, req.url ?? '/', this.options.httpsPort ?? 443);
+      const location = host === null ? null : this.redirect(host, req.url ?? '/', route, secure);
+      if (location !== null) {
         if (!res.headersSent) res.setHeader('Location', location);
         reply(308, `Moved to ${location}\n`);
         return;
       }
       this.forward(req, res, secure, this.targetsOf(host as string, route), routing);
     };
-    const found = this.lookUp(host, reply, routing);
-    if (found === null || host === null) return;
-    if (!(found instanceof Promise)) {
-      go(found);
-      return;
-    }
-    void found.then((route) => {
-      if (route !== null) go(route);
-    });
+    const routeIt = (): void => {
+      const found = this.lookUp(host, reply, routing);
+      if (found === null || host === null) return;
+      if (!(found instanceof Promise)) {
+        go(found);
+        return;
+      }
+      void found.then((route) => {
+        if (route !== null) go(route);
+      });
+    };
+    const challenge = this.challenge(host, req.url ?? '/', secure);
+    if (challenge === null) routeIt();
+    else void challenge.then((answer) => (answer === null ? routeIt() : reply(200, answer)));
   }
 
   /** The access log line (sampled) and the observer's figures of one request of the relay. */

@@ -53,12 +53,19 @@ function describeChallenges(title: string, make: (routes: FakeRouteTable, challe
       expect(answer.body).toBe('tok-1.thumbprint');
     });
 
-    it('answers 404 for an unknown token, another host\'s token, or a malformed one, without reaching the app', async () => {
+    it('routes a challenge the platform did not publish to the app (its own ACME client), never redirected', async () => {
       const before = app.seen.length;
-      expect((await send(router.port, { host: 'secure.example', path: '/.well-known/acme-challenge/nope' })).status).toBe(404);
-      expect((await send(router.port, { host: 'plain.example', path: '/.well-known/acme-challenge/tok-1' })).status).toBe(404);
-      expect((await send(router.port, { host: 'secure.example', path: '/.well-known/acme-challenge/a.b' })).status).toBe(404);
-      expect(app.seen.length).toBe(before);
+      for (const [host, path] of [
+        ['secure.example', '/.well-known/acme-challenge/apps-own-token'],
+        ['plain.example', '/.well-known/acme-challenge/tok-1'],
+        ['secure.example', '/.well-known/acme-challenge/a.b'],
+      ] as const) {
+        const answer = await send(router.port, { host, path });
+        expect(answer.status).toBe(200);
+        expect(JSON.parse(answer.body)).toMatchObject({ url: path });
+      }
+      expect(app.seen.length).toBe(before + 3);
+      expect((await send(router.port, { host: 'nobody.example', path: '/.well-known/acme-challenge/x' })).status).toBe(404);
     });
 
     it('redirects plain HTTP with 308 to HTTPS for a route that wants it, and routes the others', async () => {

@@ -195,7 +195,10 @@ describeWithPebble('automatic HTTPS against pebble', () => {
 
       const redirected = await eventually('the redirect is on', () => httpGet(routerPort, 'www.shop.test', '/cart?x=1'), (r) => r.status === 308);
       expect(redirected.location).toBe(`https://www.shop.test:${tlsPort}/cart?x=1`);
-      expect((await httpGet(routerPort, 'www.shop.test', '/.well-known/acme-challenge/unknown-token')).status).toBe(404);
+      // A challenge path is never redirected: a token the platform did not publish goes to the app.
+      const challenge = await httpGet(routerPort, 'www.shop.test', '/.well-known/acme-challenge/apps-own-token');
+      expect(challenge.status).toBe(200);
+      expect(challenge.text).toBe('hello from www.shop.test over http');
       // A name without a certificate is not redirected.
       expect((await httpGet(routerPort, 'nowhere.shop.test')).status).toBe(200);
       expect((await alice.api.post('/v1/apps/shop/tls/', { https_redirect: 'sometimes' })).status).toBe(400);

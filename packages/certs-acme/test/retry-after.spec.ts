@@ -20,6 +20,7 @@ describe('reasonOf', () => {
     expect(reasonOf(new Error('DNS problem:\n NXDOMAIN'), 'https://acme.test/dir')).toBe('DNS problem: NXDOMAIN');
     expect(reasonOf(new Error('x'.repeat(900)), 'd')).toHaveLength(500);
     expect(reasonOf(new Error('connect ECONNREFUSED 127.0.0.1:1'), 'https://acme.test/dir')).toMatch(/^the ACME server at https:\/\/acme.test\/dir could not be reached/);
+    expect(reasonOf(new TypeError("Cannot read properties of undefined (reading 'config')"), 'https://acme.test/dir')).toBe('the ACME server at https://acme.test/dir could not be reached');
   });
 });
 

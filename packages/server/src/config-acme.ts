@@ -61,7 +61,8 @@ export function acmeConfig(env: Env, integer: Integer): AcmeConfig | null {
       renewBeforeSeconds: integer('ACME_RENEW_DAYS', 30, 1, 3650) * 24 * 3600,
       retryBaseSeconds,
       retryMaxSeconds: Math.max(retryBaseSeconds, integer('ACME_RETRY_MAX_SECONDS', DEFAULT_ACME_SETTINGS.retryMaxSeconds, 1, 7 * 24 * 3600)),
-      leaseSeconds: integer('ACME_LEASE_SECONDS', DEFAULT_ACME_SETTINGS.leaseSeconds, 10, 3600),
+      // Longer than one issuance may take (180 s): a lease never runs out under its holder.
+      leaseSeconds: integer('ACME_LEASE_SECONDS', DEFAULT_ACME_SETTINGS.leaseSeconds, 200, 3600),
     },
   };
 }

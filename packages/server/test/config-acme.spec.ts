@@ -31,11 +31,11 @@ describe('ACME configuration', () => {
         ACME_RETRY_BASE_SECONDS: '60',
         ACME_RETRY_MAX_SECONDS: '600',
         ACME_INTERVAL_SECONDS: '5',
-        ACME_LEASE_SECONDS: '30',
+        ACME_LEASE_SECONDS: '240',
       }).acme;
       expect(acme).toMatchObject({ directory: 'https://127.0.0.1:14000/dir', email: 'ops@example.com', intervalMs: 5000 });
       expect(acme?.ca).toContain('BEGIN CERTIFICATE');
-      expect(acme?.settings).toEqual({ renewBeforeSeconds: 10 * 86_400, retryBaseSeconds: 60, retryMaxSeconds: 600, leaseSeconds: 30 });
+      expect(acme?.settings).toEqual({ renewBeforeSeconds: 10 * 86_400, retryBaseSeconds: 60, retryMaxSeconds: 600, leaseSeconds: 240 });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -6,6 +6,7 @@ import { registerConfig } from './commands/config';
 import { registerProcesses } from './commands/ps';
 import { registerReleases } from './commands/releases';
 import { registerResources } from './commands/resources';
+import { registerTls } from './commands/tls';
 import { CliError, EXIT } from './errors';
 import { processIo, type Io } from './output';
 import { VERSION } from './version';
@@ -38,6 +39,7 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv, result: { exitCode:
   registerReleases(r);
   registerProcesses(r);
   registerResources(r);
+  registerTls(r);
   return program;
 }
 

@@ -24,6 +24,7 @@ const COMMANDS = [
   'ps', 'ps:scale', 'ps:restart', 'logs', 'run',
   'domains', 'domains:add', 'domains:remove', 'certs', 'certs:info', 'certs:add', 'certs:remove',
   'keys', 'keys:add', 'keys:remove', 'perms', 'perms:create', 'perms:delete', 'users',
+  'tls', 'tls:redirect',
 ];
 
 /** A tiny web app, as a developer would push it. */
@@ -375,6 +376,18 @@ describe('svc, the command-line client, against a running controller', () => {
       const bad = await svc.run(['domains:add', 'not a domain'], { cwd: checkout });
       expect(bad.code).toBe(1);
       expect(bad.stderr).toMatch(/^svc: domain: /);
+    });
+
+    it('tls shows each name\'s TLS state; tls:redirect turns the HTTPS redirect on and off', async () => {
+      await svc.ok(['domains:add', 'tls.example.com'], { cwd: checkout });
+      const shown = await svc.ok(['tls'], { cwd: checkout });
+      expect(shown).toMatch(/tls\.example\.com\s+none/);
+      expect(shown).toContain('HTTPS redirect: off; automatic certificates: off');
+      expect(await svc.json(['tls:redirect', 'on'], { cwd: checkout })).toMatchObject({ app: 'hello', https_redirect: true, automatic: false });
+      expect((await svc.json<{ names: unknown[] }>(['tls'], { cwd: checkout })).names).toEqual(expect.arrayContaining([expect.objectContaining({ name: 'tls.example.com', state: 'none' })]));
+      await svc.ok(['tls:redirect', 'off'], { cwd: checkout });
+      expect((await svc.run(['tls:redirect', 'maybe'], { cwd: checkout })).code).toBe(2);
+      await svc.ok(['domains:remove', 'tls.example.com'], { cwd: checkout });
     });
 
     it('certs:add, certs, certs:info, certs:remove', async () => {

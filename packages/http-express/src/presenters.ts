@@ -2,6 +2,7 @@ import {
   formatTimestamp,
   releaseEnvironment,
   type App,
+  type AppTls,
   type Build,
   type Certificate,
   type Config,
@@ -92,6 +93,23 @@ export function presentDomain(domain: Domain): Record<string, unknown> {
     uuid: domain.uuid,
     created: formatTimestamp(domain.created),
     updated: formatTimestamp(domain.updated),
+  };
+}
+
+/** The AppTls JSON (extension: automatic HTTPS). */
+export function presentAppTls(tls: AppTls): Record<string, unknown> {
+  return {
+    app: tls.app,
+    https_redirect: tls.httpsRedirect,
+    automatic: tls.automatic,
+    names: tls.names.map((name) => ({
+      name: name.name,
+      state: name.state,
+      source: name.source,
+      expires: name.expires === null ? null : formatTimestamp(name.expires),
+      reason: name.reason,
+      next_attempt: name.nextAttempt === null ? null : formatTimestamp(name.nextAttempt),
+    })),
   };
 }
 

@@ -1,10 +1,11 @@
 import { join } from 'node:path';
-import type { LogStore, UnitOfWork } from '@svc/core';
+import type { LogStore, TlsStore, UnitOfWork } from '@svc/core';
 import type { Dialect } from './dialect';
 import { PostgresEngine, SqliteEngine, type ManagedEngine, type PoolStats } from './engines';
 import { TypeOrmLogStore, type TypeOrmLogStoreOptions } from './log-store';
 import { OrmLoggerAdapter, SILENT_LOGGER, type DatabaseLogger } from './logger';
 import { AutonomousSession } from './session';
+import { TypeOrmTlsStore } from './tls-store';
 import { TypeOrmUnitOfWork, type RetryPolicy } from './unit-of-work';
 
 /** How to reach the database. */
@@ -38,6 +39,8 @@ export interface Database {
   migrate(): Promise<void>;
   /** True when the database answers a trivial query in time, for readiness probes. */
   ping(): Promise<boolean>;
+  /** The TLS state of automatic HTTPS in this database, shared by every process that uses it. */
+  createTlsStore(): TlsStore;
   /** A LogStore in this database, shared by every process that uses it. */
   createLogStore(options?: TypeOrmLogStoreOptions): LogStore;
   /**
@@ -132,6 +135,9 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
       } catch {
         return false;
       }
+    },
+    createTlsStore() {
+      return new TypeOrmTlsStore(session);
     },
     createLogStore(logStoreOptions) {
       return new TypeOrmLogStore(session, logStoreOptions);

@@ -30,6 +30,10 @@ const TABLES = [
   'app_totals',
   'app_list_counts',
   'deploys',
+  'tls_names',
+  'acme_challenges',
+  'acme_accounts',
+  'app_tls',
 ];
 
 async function seedUserAndApps(repos: Repositories, ...ids: string[]): Promise<App[]> {
@@ -188,6 +192,7 @@ if (baseUrl === undefined || baseUrl === '') {
             'ix_log_entries_app_id',
             'ix_login_failures_username_at',
             'ix_permissions_username_app',
+            'ix_tls_names_app',
             'ix_tokens_username',
             'ix_users_is_superuser_id',
             'uq_apps_id',
@@ -241,6 +246,7 @@ if (baseUrl === undefined || baseUrl === '') {
           { name: 'ListCounts1763990000000' },
           { name: 'LoginFailureAddress1764000000010' },
           { name: 'SharedState1763798400000' },
+          { name: 'TlsState1764200000000' },
         ]);
       });
 
@@ -250,7 +256,7 @@ if (baseUrl === undefined || baseUrl === '') {
 
         await Promise.all([first.migrate(), second.migrate(), db.migrate()]);
 
-        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(6);
+        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(7);
       });
 
       it('ListCounts counts the rows already there when applied, and again after a TRUNCATE', async () => {

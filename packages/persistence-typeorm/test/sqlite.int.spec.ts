@@ -109,7 +109,10 @@ describe('SQLite persistence', () => {
         ).map((row) => row.name);
         expect(names.sort()).toEqual(
           [
+            'acme_accounts',
+            'acme_challenges',
             'app_list_counts',
+            'app_tls',
             'app_totals',
             'apps',
             'builds',
@@ -125,6 +128,7 @@ describe('SQLite persistence', () => {
             'permissions',
             'releases',
             'schema_migrations',
+            'tls_names',
             'tokens',
             'users',
             'visible_app_counts',
@@ -138,6 +142,7 @@ describe('SQLite persistence', () => {
             'ix_log_entries_app_id',
             'ix_login_failures_username_at',
             'ix_permissions_username_app',
+            'ix_tls_names_app',
             'ix_tokens_username',
             'ix_users_is_superuser_id',
           ].sort(),
@@ -247,6 +252,7 @@ describe('SQLite persistence', () => {
           'ListCounts1763990000000',
           'LoginFailureAddress1764000000010',
           'SharedState1763798400000',
+          'TlsState1764200000000',
         ]);
       } finally {
         raw.close();

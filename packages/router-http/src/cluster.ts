@@ -8,7 +8,7 @@ import { RouteCache } from './route-cache';
 import type { AppRouterOptions } from './router';
 
 /** Options of RouterCluster. */
-export interface RouterClusterOptions extends Pick<AppRouterOptions, 'connectTimeoutMs' | 'accessLogSample' | 'limits' | 'upstream'> {
+export interface RouterClusterOptions extends Pick<AppRouterOptions, 'connectTimeoutMs' | 'accessLogSample' | 'limits' | 'upstream' | 'challenges' | 'httpsPort'> {
   /** Router worker processes, 1 or more (size it to the machine's cores). */
   workers: number;
   routes: RouteTable;
@@ -88,6 +88,8 @@ export class RouterCluster {
       logLevel: options.logLevel ?? 'info',
       observe: options.observer !== undefined,
       hasCertificates: options.certificates !== undefined,
+      hasChallenges: options.challenges !== undefined,
+      ...(options.httpsPort === undefined ? {} : { httpsPort: options.httpsPort }),
     };
   }
 
@@ -229,6 +231,12 @@ export class RouterCluster {
         (this.options.certificates?.find(message.name) ?? Promise.resolve(null)).then(
           (certificate) => this.reply(worker, { t: 'found', id: message.id, certificate }),
           (error: unknown) => this.reply(worker, { t: 'found', id: message.id, error: error instanceof Error ? error.message : String(error) }),
+        );
+        break;
+      case 'challenge':
+        (this.options.challenges?.answer(message.host, message.token) ?? Promise.resolve(null)).then(
+          (answer) => this.reply(worker, { t: 'answered', id: message.id, answer }),
+          (error: unknown) => this.reply(worker, { t: 'answered', id: message.id, error: error instanceof Error ? error.message : String(error) }),
         );
         break;
       case 'observed':

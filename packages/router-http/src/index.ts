@@ -5,4 +5,5 @@ export type { LogLevel } from './protocol';
 export { RouteCache, type RouteCacheOptions, type RouteEntry } from './route-cache';
 export { ConnectionLimiter } from './limits';
 export { hostNameOf, wildcardOf } from './host';
-export type { CertificateStore, RequestObserver, ResolvedRoute, RouteTable, RouteTarget, RouterLogger, ServedCertificate } from './ports';
+export { CHALLENGE_PREFIX, challengeToken, httpsLocation } from './challenge';
+export type { CertificateStore, ChallengeStore, RequestObserver, ResolvedRoute, RouteTable, RouteTarget, RouterLogger, ServedCertificate } from './ports';

@@ -9,6 +9,8 @@ export interface ResolvedRoute {
   app: string;
   /** Empty when no web process of the app is up: the router answers 503. */
   targets: RouteTarget[];
+  /** Plain HTTP requests for this host name are answered with a 308 to HTTPS (the ACME challenge path excepted). */
+  httpsRedirect?: boolean;
 }
 
 /** Tells the router which app serves a host name, and where its web processes listen. */
@@ -34,6 +36,12 @@ export interface CertificateStore {
    * or a wildcard name such as `*.example.com` (the router asks for both); null if none.
    */
   find(serverName: string): Promise<ServedCertificate | null>;
+}
+
+/** Gives the router the answers to ACME HTTP-01 challenges (`/.well-known/acme-challenge/<token>`). */
+export interface ChallengeStore {
+  /** The key authorization to answer for the token on this host name, or null (the router answers 404). */
+  answer(host: string, token: string): Promise<string | null>;
 }
 
 /** The structured logger the router writes to; pino's logger satisfies it. */

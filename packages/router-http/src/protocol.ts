@@ -19,6 +19,9 @@ export interface WorkerSettings {
   /** Whether the controller wants request figures (batches of `observed`). */
   observe: boolean;
   hasCertificates: boolean;
+  /** Whether the controller answers ACME challenges (`challenge` messages). */
+  hasChallenges?: boolean;
+  httpsPort?: number;
 }
 
 /** One listener the workers open, in the order they were asked to. */
@@ -35,6 +38,7 @@ export type ToWorker =
   | { t: 'routes'; entries: RouteEntry[] }
   | { t: 'resolved'; id: number; route?: ResolvedRoute | null; error?: string }
   | { t: 'found'; id: number; certificate?: ServedCertificate | null; error?: string }
+  | { t: 'answered'; id: number; answer?: string | null; error?: string }
   | { t: 'invalidate'; name?: string }
   | { t: 'sync'; id: number }
   | { t: 'close'; timeoutMs: number };
@@ -44,6 +48,7 @@ export type FromWorker =
   | { t: 'listening'; kind: 'http' | 'https'; port?: number; error?: string }
   | { t: 'resolve'; id: number; host: string; fresh: boolean }
   | { t: 'find'; id: number; name: string }
+  | { t: 'challenge'; id: number; host: string; token: string }
   | { t: 'observed'; batch: Array<[app: string | null, status: number, durationMs: number]> }
   | { t: 'synced'; id: number }
   | { t: 'closed' };

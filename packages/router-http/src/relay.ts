@@ -43,6 +43,14 @@ export interface Exchanged {
 export interface RelayContext {
   lookUp(host: string | null, reply: (status: number, text: string) => void, routing: Routing): ResolvedRoute | null | Promise<ResolvedRoute | null>;
   targetsOf(host: string, route: ResolvedRoute): Targets;
+  /**
+   * The router's own answer to an ACME HTTP-01 challenge request on a plain connection: null
+   * when the request is not one; else the key authorization, or null when the platform has
+   * none for it (then it is routed to the app like any other request).
+   */
+  challenge(host: string | null, target: string, secure: boolean): Promise<string | null> | null;
+  /** Where a plain HTTP request of a route that wants HTTPS is redirected (never a challenge path); null: it is routed. */
+  redirect(host: string, target: string, route: ResolvedRoute, secure: boolean): string | null;
   finished(exchange: Exchanged): void;
   logger: RouterLogger;
   connectTimeoutMs: number;
@@ -86,10 +94,11 @@ const enum Body {
 }
 
 /** An answer of the router itself, as bytes (plain text; no body for HEAD). */
-export function ownAnswer(status: number, text: string, head: boolean, connection: 'close' | 'keep-alive' | null): string {
+export function ownAnswer(status: number, text: string, head: boolean, connection: 'close' | 'keep-alive' | null, location: string | null = null): string {
   const length = Buffer.byteLength(text);
   return (
     `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${length}\r\nCache-Control: no-store\r\n` +
+    `${location === null ? '' : `Location: ${location}\r\n`}` +
     `${connection === null ? '' : `Connection: ${connection}\r\n`}\r\n${head ? '' : text}`
   );
 }
@@ -387,6 +396,20 @@ class Exchange {
 
   start(): void {
     this.host = this.inbound.hostOf(this.head.host);
+    const challenge = this.relay.ctx.challenge(this.host, this.head.target, this.inbound.secure);
+    if (challenge !== null) {
+      // A token the platform did not publish is the app's own (its own ACME client): routed.
+      void challenge.then((answer) => {
+        if (this.over) return;
+        if (answer === null) this.route();
+        else this.reply(200, answer);
+      });
+      return;
+    }
+    this.route();
+  }
+
+  private route(): void {
     const found = this.relay.ctx.lookUp(this.host, this.reply, this.routing);
     if (found === null) return;
     if (found instanceof Promise) {
@@ -399,6 +422,11 @@ class Exchange {
   }
 
   private forward(route: ResolvedRoute): void {
+    const location = this.relay.ctx.redirect(this.host as string, this.head.target, route, this.inbound.secure);
+    if (location !== null) {
+      this.reply(308, `Moved to ${location}\n`, location);
+      return;
+    }
     this.targets = this.relay.ctx.targetsOf(this.host as string, route);
     // The body is asked for only once the request is routed (Expect is not passed on).
     if (this.head.expectContinue && !this.bodyDone && this.head.minor === 1) this.inbound.socket.write('HTTP/1.1 100 Continue\r\n\r\n');
@@ -774,7 +802,7 @@ class Exchange {
   }
 
   /** The router's own answer to this request. */
-  readonly reply = (status: number, text: string): void => {
+  readonly reply = (status: number, text: string, location: string | null = null): void => {
     if (this.over || this.answered) return;
     this.status = status;
     this.answered = true;
@@ -782,7 +810,7 @@ class Exchange {
     // A body not read whole cannot be skipped reliably: the connection closes after the answer.
     const keep = this.bodyDone && head.keepAlive && head.upgrade === null && !this.inbound.ended && !this.relay.closing;
     const client = this.inbound.socket;
-    if (!client.destroyed) client.write(ownAnswer(status, text, head.method === 'HEAD', keep ? (head.minor === 0 ? 'keep-alive' : null) : 'close'));
+    if (!client.destroyed) client.write(ownAnswer(status, text, head.method === 'HEAD', keep ? (head.minor === 0 ? 'keep-alive' : null) : 'close', location));
     this.over = true;
     const upstream = this.upstream;
     this.upstream = null;

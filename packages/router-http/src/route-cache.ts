@@ -25,7 +25,7 @@ interface Entry {
 
 function sameRoute(a: ResolvedRoute | null, b: ResolvedRoute | null): boolean {
   if (a === null || b === null) return a === b;
-  if (a.app !== b.app || a.targets.length !== b.targets.length) return false;
+  if (a.app !== b.app || a.targets.length !== b.targets.length || (a.httpsRedirect === true) !== (b.httpsRedirect === true)) return false;
   return a.targets.every((target, i) => target.host === b.targets[i]?.host && target.port === b.targets[i]?.port);
 }
 

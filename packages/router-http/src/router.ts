@@ -6,7 +6,8 @@ import { SecureContextCache, type SecureContextCacheOptions } from './certificat
 import { endToEnd, forwardedHeaders, withoutBody } from './headers';
 import { hostNameOf } from './host';
 import { ConnectionLimiter } from './limits';
-import type { CertificateStore, RequestObserver, ResolvedRoute, RouteTable, RouteTarget, RouterLogger } from './ports';
+import { challengeToken, httpsLocation } from './challenge';
+import type { CertificateStore, ChallengeStore, RequestObserver, ResolvedRoute, RouteTable, RouteTarget, RouterLogger } from './ports';
 import { IDEMPOTENT, Relay, keyOf, ownAnswer, type Exchanged, type Routing, type Targets } from './relay';
 import { RouteCache } from './route-cache';
 
@@ -40,6 +41,10 @@ export interface AppRouterOptions {
   routeRefreshMs?: number;
   /** Needed to serve HTTPS: certificates are chosen by the TLS server name. */
   certificates?: CertificateStore;
+  /** Answers ACME HTTP-01 challenges on plain HTTP (automatic HTTPS); absent: such requests are routed like any other. */
+  challenges?: ChallengeStore;
+  /** The HTTPS port named in redirects to HTTPS (routes with `httpsRedirect`). Default 443. */
+  httpsPort?: number;
   /** Where routed requests and failures are written; nothing is logged without one. */
   logger?: RouterLogger;
   /** How long connecting to a process may take before the next one is tried. Default 5 s. */
@@ -123,6 +128,8 @@ export class AppRouter {
     this.relay = new Relay({
       lookUp: (host, reply, routing) => this.lookUp(host, reply, routing),
       targetsOf: (host, route) => this.targetsOf(host, route),
+      challenge: (host, target, secure) => this.challenge(host, target, secure),
+      redirect: (host, target, route, secure) => this.redirect(host, target, route, secure),
       finished: (exchanged) => this.relayed(exchanged),
       logger: this.logger,
       connectTimeoutMs: this.connectTimeoutMs,
@@ -282,21 +289,62 @@ export class AppRouter {
     return new TargetQueue(this.routes, host, route.targets, turn % Math.max(1, route.targets.length));
   }
 
+  /**
+   * Where a plain HTTP request is redirected when its route wants HTTPS; never a request for
+   * an ACME challenge (the platform's or the app's own), which must stay reachable over HTTP.
+   */
+  private redirect(host: string, target: string, route: ResolvedRoute, secure: boolean): string | null {
+    if (route.httpsRedirect !== true || secure || challengeToken(target) !== undefined) return null;
+    return httpsLocation(host, target, this.options.httpsPort ?? 443);
+  }
+
+  /**
+   * The answer to an ACME HTTP-01 challenge request on a plain connection, looked up in the
+   * challenge store; null when the request is not one. The promise resolves to null when the
+   * platform published no answer for it (or the store failed): the request is then routed to
+   * the app, whose own ACME client may be waiting for it.
+   */
+  private challenge(host: string | null, target: string, secure: boolean): Promise<string | null> | null {
+    const store = this.options.challenges;
+    if (secure || store === undefined) return null;
+    const token = challengeToken(target);
+    if (token === undefined) return null;
+    if (token === null || host === null) return Promise.resolve(null);
+    return store.answer(host, token).catch((error: unknown) => {
+      this.logger.error({ host, err: error }, 'ACME challenge lookup failed');
+      return null;
+    });
+  }
+
   private route(req: IncomingMessage, res: ServerResponse, secure: boolean): void {
     const started = process.hrtime.bigint();
     const host = hostNameOf(req.headers.host);
     const routing: Routing = { app: null, target: null, attempts: 0 };
     res.once('close', () => this.finished(req, res, host, routing, started));
     const reply = (status: number, text: string): void => plainAnswer(req, res, status, text);
-    const found = this.lookUp(host, reply, routing);
-    if (found === null || host === null) return;
-    if (!(found instanceof Promise)) {
-      this.forward(req, res, secure, this.targetsOf(host, found), routing);
-      return;
-    }
-    void found.then((route) => {
-      if (route !== null) this.forward(req, res, secure, this.targetsOf(host, route), routing);
-    });
+    const go = (route: ResolvedRoute): void => {
+      const location = host === null ? null : this.redirect(host, req.url ?? '/', route, secure);
+      if (location !== null) {
+        if (!res.headersSent) res.setHeader('Location', location);
+        reply(308, `Moved to ${location}\n`);
+        return;
+      }
+      this.forward(req, res, secure, this.targetsOf(host as string, route), routing);
+    };
+    const routeIt = (): void => {
+      const found = this.lookUp(host, reply, routing);
+      if (found === null || host === null) return;
+      if (!(found instanceof Promise)) {
+        go(found);
+        return;
+      }
+      void found.then((route) => {
+        if (route !== null) go(route);
+      });
+    };
+    const challenge = this.challenge(host, req.url ?? '/', secure);
+    if (challenge === null) routeIt();
+    else void challenge.then((answer) => (answer === null ? routeIt() : reply(200, answer)));
   }
 
   /** The access log line (sampled) and the observer's figures of one request of the relay. */

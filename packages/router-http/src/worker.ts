@@ -36,6 +36,7 @@ function jsonLogger(level: LogLevel, worker: number): RouterLogger {
 let nextId = 1;
 const routeLookups = new Map<number, Pending<ResolvedRoute | null>>();
 const certificateLookups = new Map<number, Pending<ServedCertificate | null>>();
+const challengeLookups = new Map<number, Pending<string | null>>();
 let router: AppRouter | null = null;
 let routes: RouteCache | null = null;
 let batch: Array<[string | null, number, number]> = [];
@@ -80,6 +81,8 @@ async function start(settings: WorkerSettings, known: ToWorker & { t: 'start' })
   router = new AppRouter({
     routes,
     ...(settings.hasCertificates ? { certificates: { find: (name: string) => ask(certificateLookups, (id) => ({ t: 'find', id, name })) } } : {}),
+    ...(settings.hasChallenges === true ? { challenges: { answer: (host: string, token: string) => ask(challengeLookups, (id) => ({ t: 'challenge', id, host, token })) } } : {}),
+    ...(settings.httpsPort === undefined ? {} : { httpsPort: settings.httpsPort }),
     logger: jsonLogger(settings.logLevel, settings.id),
     // The access log is written at `info`: above that level its lines are not even made.
     ...(LEVELS[settings.logLevel] > LEVELS.info ? { accessLog: false } : {}),
@@ -123,6 +126,9 @@ process.on('message', (message: ToWorker) => {
       break;
     case 'found':
       settle(certificateLookups, message.id, message.certificate, message.error);
+      break;
+    case 'answered':
+      settle(challengeLookups, message.id, message.answer, message.error);
       break;
     case 'invalidate':
       router?.invalidateCertificate(message.name);

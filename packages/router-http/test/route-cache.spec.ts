@@ -69,6 +69,22 @@ describe('RouteCache', () => {
     expect(cache.get('b.test')).toEqual(route('b', 2));
   });
 
+  it('announces a route whose HTTPS redirect changed, with the same processes', async () => {
+    const table = new MapTable();
+    table.routes.set('a.test', route('a', 1));
+    const cache = new RouteCache(table, { refreshMs: 0 });
+    const heard: RouteEntry[][] = [];
+    cache.onChange((changed) => void heard.push(changed));
+    await cache.resolve('a.test');
+    heard.length = 0;
+
+    table.routes.set('a.test', { ...route('a', 1), httpsRedirect: true });
+    await cache.refresh();
+
+    expect(heard).toEqual([[['a.test', { ...route('a', 1), httpsRedirect: true }]]]);
+    expect(cache.get('a.test')?.httpsRedirect).toBe(true);
+  });
+
   it('takes routes and forgotten names from its controller', () => {
     const cache = new RouteCache(new MapTable(), { refreshMs: 0 });
 

@@ -75,7 +75,7 @@ export class FakeRouteTable implements RouteTable {
     this.asked.push(host);
     if (this.failure !== null) throw this.failure;
     const route = this.routes.get(host);
-    return route === undefined ? null : { app: route.app, targets: [...route.targets] };
+    return route === undefined ? null : { ...route, targets: [...route.targets] };
   }
 }
 

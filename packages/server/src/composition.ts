@@ -14,6 +14,8 @@ import {
   type Scheduler,
   type SecretBox,
   type Settings,
+  type TlsStore,
+  type AcmeSetup,
   type UnitOfWork,
   type UseCases,
 } from '@svc/core';
@@ -30,7 +32,7 @@ import { GitServer } from '@svc/builder-git';
 import { AppRouter, RouterCluster, type AppRouterOptions, type LogLevel, type RequestObserver } from '@svc/router-http';
 import type { ControllerMetrics } from '@svc/metrics-prometheus';
 import type { DockerSettings, ImageBuildSettings, SchedulerKind, SwarmSettings } from './config';
-import { DrainingScheduler, LeavingContainers, PlatformRouteTable, StoredCertificates } from './routing';
+import { DrainingScheduler, LeavingContainers, PlatformRouteTable, StoredCertificates, StoredChallenges } from './routing';
 import { buildsModule, type BuildpackSetup, type CompilerKind, type DockerCompileSetup } from './compose-builds';
 
 /** Any use case class: constructed from the core's dependencies. */
@@ -99,6 +101,10 @@ export interface CompositionOptions {
   metrics?: { collector: ControllerMetrics; token: string | null } | null;
   /** How the router runs; absent: in-process with its defaults. */
   router?: RouterSetup;
+  /** The TLS state of names and the apps' HTTPS settings (the database's); absent or null: none. */
+  tls?: TlsStore | null;
+  /** Automatic HTTPS over ACME; absent or null: off. */
+  acme?: AcmeSetup | null;
 }
 
 /** How the router runs: in worker processes or on the controller's event loop, its limits and pools. */
@@ -113,6 +119,8 @@ export interface RouterSetup {
   logLevel?: LogLevel;
   /** Hears every routed request's app, status and duration (the metrics endpoint). */
   observer?: RequestObserver;
+  /** The HTTPS port redirects to HTTPS name (ROUTER_TLS_PORT); absent: 443. */
+  httpsPort?: number;
 }
 
 /** The router as the server drives it: in-process (AppRouter) or in worker processes (RouterCluster). */
@@ -302,7 +310,7 @@ const imagesModule = (builds: ImageBuildSettings | null, registryLogin: Registry
     );
   });
 
-const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined) =>
+const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined, tls: TlsStore | null, acme: AcmeSetup | null) =>
   new ContainerModule(({ bind }) => {
     bind<Settings>(TOKENS.Settings).toConstantValue(settings);
     bind<CoreDependencies>(TOKENS.CoreDependencies).toDynamicValue((ctx) => ({
@@ -322,6 +330,8 @@ const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined) 
       compiler: ctx.get<SourceCompiler | null>(TOKENS.SourceCompiler),
       buildpacks: ctx.get<BuildpackCatalog | null>(TOKENS.BuildpackCatalog),
       deployObserver: metrics,
+      tls,
+      acme,
     }));
     // Each use case class is its own binding, built by a factory: the core needs no decorators.
     const classes = Object.entries(USE_CASES) as [string, UseCaseClass][];
@@ -378,13 +388,21 @@ const routerModule = (options: CompositionOptions) =>
             : options.scheduler === 'swarm'
               ? ctx.get<SwarmScheduler>(SERVER_TOKENS.SwarmScheduler)
               : null;
-      return new PlatformRouteTable(ctx.get<UnitOfWork>(TOKENS.UnitOfWork), options.settings.platformDomain, endpoints, {}, ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers));
+      const redirects = options.tls ? { redirects: ctx.get<UseCases>(TOKENS.UseCases).httpsRedirectFor } : {};
+      return new PlatformRouteTable(ctx.get<UnitOfWork>(TOKENS.UnitOfWork), options.settings.platformDomain, endpoints, redirects, ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers));
     });
     bind<PlatformRouter>(SERVER_TOKENS.Router).toDynamicValue((ctx) => {
       const setup = options.router ?? { workers: 0 };
       const shared = {
         routes: ctx.get<PlatformRouteTable>(SERVER_TOKENS.RouteTable),
-        certificates: new StoredCertificates(ctx.get<UseCases>(TOKENS.UseCases).certificateForServerName, ctx.get<SecretBox>(TOKENS.SecretBox)),
+        certificates: new StoredCertificates(
+          ctx.get<UseCases>(TOKENS.UseCases).certificateForServerName,
+          ctx.get<SecretBox>(TOKENS.SecretBox),
+          options.tls ? ctx.get<UseCases>(TOKENS.UseCases).issuedCertificateFor : null,
+        ),
+        // The ACME server validates names on the router's plain HTTP listener (HTTP-01).
+        ...(options.tls && options.acme ? { challenges: new StoredChallenges(options.tls) } : {}),
+        ...(setup.httpsPort === undefined ? {} : { httpsPort: setup.httpsPort }),
         logger: options.logger,
         ...(setup.routeRefreshMs === undefined ? {} : { routeRefreshMs: setup.routeRefreshMs }),
         ...(setup.accessLogSample === undefined ? {} : { accessLogSample: setup.accessLogSample }),
@@ -433,6 +451,8 @@ export function compose(options: CompositionOptions): {
   builds: { compiler: SourceCompiler | null; docker: DockerCompileSetup | null };
   /** Where the router's routes come from; `forget()` it when routes changed. */
   routeTable: PlatformRouteTable;
+  /** The ports the use cases were built from (background work such as certificate renewal). */
+  deps: CoreDependencies;
 } {
   const container = new Container({ defaultScope: 'Singleton' });
   container.loadSync(
@@ -445,7 +465,7 @@ export function compose(options: CompositionOptions): {
     imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null), options.registryLogin ?? null),
     // Buildpacks compile where the app's code runs: in the process sandbox, or on the engine with image builds.
     buildsModule(options.buildpacks ?? null, compilerKind(options), () => container.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler), dockerCompileSetup(options, () => container.get<Docker>(SERVER_TOKENS.DockerEngine))),
-    coreModule(options.settings, options.metrics?.collector),
+    coreModule(options.settings, options.metrics?.collector, options.tls ?? null, options.acme ?? null),
     httpModule(options),
     gitModule(options.git ?? null, options.logger),
     routerModule(options),
@@ -463,5 +483,6 @@ export function compose(options: CompositionOptions): {
     router: container.get<PlatformRouter>(SERVER_TOKENS.Router),
     builds: { compiler: container.get<SourceCompiler | null>(TOKENS.SourceCompiler), docker: dockerCompileSetup(options, () => container.get<Docker>(SERVER_TOKENS.DockerEngine)) },
     routeTable: container.get<PlatformRouteTable>(SERVER_TOKENS.RouteTable),
+    deps: container.get<CoreDependencies>(TOKENS.CoreDependencies),
   };
 }

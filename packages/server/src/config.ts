@@ -4,6 +4,7 @@ import { parseChaosSpec, type ChaosOptions } from '@svc/scheduler-chaos';
 import type { SandboxOptions } from '@svc/scheduler-process';
 import { dockerHostOptions, type RegistryLogin } from '@svc/scheduler-docker';
 import { buildpackSettings, buildpackUrlAllow, type BuildpackSettings } from './config-buildpacks';
+import { acmeConfig, type AcmeConfig } from './config-acme';
 
 /** Which scheduler runs containers. */
 export type SchedulerKind = 'process' | 'memory' | 'docker' | 'swarm';
@@ -192,6 +193,8 @@ export interface ServerConfig {
   buildpacks: BuildpackSettings;
   /** REGISTRY with REGISTRY_USERNAME and REGISTRY_PASSWORD: the login sent with the registry's images only; null: none. */
   registryLogin: RegistryLogin | null;
+  /** Automatic HTTPS over ACME (ACME_DIRECTORY_URL and the other ACME_* settings); null: off. */
+  acme: AcmeConfig | null;
 }
 
 /** A configuration value that cannot be used; the message names the variable. */
@@ -656,5 +659,6 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     imageBuilds: imageBuilds(env, registry),
     buildpacks: buildpackSettings(env, (name, fallback, min, max) => integer(env, name, fallback, min, max)),
     registryLogin: registryLogin(env, registry),
+    acme: acmeConfig(env, (name, fallback, min, max) => integer(env, name, fallback, min, max)),
   };
 }

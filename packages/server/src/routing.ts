@@ -1,5 +1,5 @@
-import type { Certificate, ContainerSpec, ContainerState, RunResult, RunSpec, Scheduler, SecretBox, UnitOfWork } from '@svc/core';
-import { hostNameOf, type CertificateStore, type ResolvedRoute, type RouteTable, type RouteTarget, type ServedCertificate } from '@svc/router-http';
+import type { Certificate, ContainerSpec, ContainerState, RunResult, RunSpec, Scheduler, SecretBox, TlsName, TlsStore, UnitOfWork } from '@svc/core';
+import { hostNameOf, wildcardOf, type CertificateStore, type ChallengeStore, type ResolvedRoute, type RouteTable, type RouteTarget, type ServedCertificate } from '@svc/router-http';
 
 /** Where an app's processes of one type listen, with the container of each when known; the process scheduler is one. */
 export interface EndpointSource {
@@ -59,6 +59,8 @@ export interface PlatformRouteTableOptions {
   maxCached?: number;
   /** The current time in milliseconds, for tests. */
   now?: () => number;
+  /** Whether plain HTTP for a host name of an app is redirected to HTTPS (the core's HttpsRedirectFor); absent: never. */
+  redirects?: { execute(app: string, host: string): Promise<boolean> };
 }
 
 /**
@@ -72,11 +74,12 @@ export interface PlatformRouteTableOptions {
  * are asked for every time, from the scheduler's memory.
  */
 export class PlatformRouteTable implements RouteTable {
-  private readonly cache = new Map<string, { app: string | null; expires: number }>();
+  private readonly cache = new Map<string, { app: string | null; redirect: boolean; expires: number }>();
   private readonly suffix: string;
   private readonly cacheMs: number;
   private readonly maxCached: number;
   private readonly now: () => number;
+  private readonly redirects: PlatformRouteTableOptions['redirects'];
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -89,6 +92,7 @@ export class PlatformRouteTable implements RouteTable {
     this.cacheMs = options.cacheMs ?? 5000;
     this.maxCached = options.maxCached ?? 10_000;
     this.now = options.now ?? Date.now;
+    this.redirects = options.redirects;
   }
 
   /** Forgets which app the host names belong to, e.g. after a domain was added or an app deleted. */
@@ -103,21 +107,23 @@ export class PlatformRouteTable implements RouteTable {
   async resolve(host: string): Promise<ResolvedRoute | null> {
     const name = hostNameOf(host);
     if (name === null) return null;
-    const app = await this.appOf(name);
-    if (app === null) return null;
+    const found = await this.appOf(name);
+    if (found === null) return null;
+    const { app, redirect } = found;
     let targets = this.processes === null ? [] : await this.processes.endpoints(app, 'web');
     // An image deployed without a Procfile runs its own command as the type `cmd`: it serves the app then.
     if (targets.length === 0 && this.processes !== null) targets = await this.processes.endpoints(app, 'cmd');
     const leaving = this.leaving?.ids;
     return {
       app,
+      ...(redirect ? { httpsRedirect: true } : {}),
       targets: targets.filter((target) => target.id === undefined || leaving === undefined || !leaving.has(target.id)).map((target) => ({ host: target.host, port: target.port })),
     };
   }
 
-  private async appOf(name: string): Promise<string | null> {
+  private async appOf(name: string): Promise<{ app: string; redirect: boolean } | null> {
     const cached = this.cache.get(name);
-    if (cached !== undefined && cached.expires > this.now()) return cached.app;
+    if (cached !== undefined && cached.expires > this.now()) return cached.app === null ? null : { app: cached.app, redirect: cached.redirect };
     const repos = this.uow.repositories;
     let app: string | null = null;
     if (name.endsWith(this.suffix)) {
@@ -127,9 +133,10 @@ export class PlatformRouteTable implements RouteTable {
     } else {
       app = (await repos.domains.find(name))?.app ?? null;
     }
+    const redirect = app !== null && this.redirects !== undefined && (await this.redirects.execute(app, name));
     if (this.cache.size >= this.maxCached) this.cache.clear();
-    this.cache.set(name, { app, expires: this.now() + this.cacheMs });
-    return app;
+    this.cache.set(name, { app, redirect, expires: this.now() + this.cacheMs });
+    return app === null ? null : { app, redirect };
   }
 }
 
@@ -138,14 +145,22 @@ export interface ServableCertificates {
   execute(name: string): Promise<Certificate | null>;
 }
 
+/** Finds the certificate issued over ACME for a name while it still belongs to its app: the core's IssuedCertificateFor. */
+export interface IssuedCertificates {
+  execute(name: string): Promise<TlsName | null>;
+}
+
 /**
  * The router's certificates: those uploaded through the API, by common name, with the
- * private key unsealed, and only while the name belongs to one of the owner's apps.
+ * private key unsealed, and only while the name belongs to one of the owner's apps; then,
+ * for a host name no uploaded certificate covers (exactly or by its wildcard), the one
+ * issued over ACME. An uploaded certificate always wins.
  */
 export class StoredCertificates implements CertificateStore {
   constructor(
     private readonly certificates: ServableCertificates,
     private readonly secrets: SecretBox,
+    private readonly issued: IssuedCertificates | null = null,
   ) {}
 
   /**
@@ -154,8 +169,24 @@ export class StoredCertificates implements CertificateStore {
    * @throws Unavailable (as a rejection) when the database cannot be reached; Error when the key cannot be unsealed.
    */
   async find(serverName: string): Promise<ServedCertificate | null> {
-    const stored = await this.certificates.execute(serverName.toLowerCase());
-    if (stored === null) return null;
-    return { certificate: stored.certificate, key: this.secrets.open(stored.sealedKey) };
+    const name = serverName.toLowerCase();
+    const stored = await this.certificates.execute(name);
+    if (stored !== null) return { certificate: stored.certificate, key: this.secrets.open(stored.sealedKey) };
+    if (this.issued === null || name.startsWith('*.')) return null;
+    const wildcard = wildcardOf(name);
+    // An uploaded wildcard wins too: answering null here makes the router ask for it next.
+    if (wildcard !== null && (await this.certificates.execute(wildcard)) !== null) return null;
+    const issued = await this.issued.execute(name);
+    if (issued === null || issued.certificate === null || issued.sealedKey === null) return null;
+    return { certificate: issued.certificate, key: this.secrets.open(issued.sealedKey) };
+  }
+}
+
+/** The answers to ACME HTTP-01 challenges, from the shared TLS store: every controller process's router answers those of any. */
+export class StoredChallenges implements ChallengeStore {
+  constructor(private readonly tls: TlsStore) {}
+
+  answer(host: string, token: string): Promise<string | null> {
+    return this.tls.challenge(token, host);
   }
 }

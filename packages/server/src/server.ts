@@ -10,7 +10,8 @@ import { createDatabase, type Database } from '@svc/persistence-typeorm';
 import type { ProcessScheduler, SandboxStatus } from '@svc/scheduler-process';
 import { createEngine, pingEngine, type DockerScheduler, type SwarmScheduler } from '@svc/scheduler-docker';
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
-import { ControllerMetrics, createRouterMetrics } from '@svc/metrics-prometheus';
+import { ControllerMetrics, createAcmeMetrics, createRouterMetrics } from '@svc/metrics-prometheus';
+import { AcmeRounds, acmeRoundsOnChanges, acmeSetup, leaseHolder } from './acme';
 import { prepareEngineBuilds } from './compose-builds';
 import { compose, type GitSetup, type PlatformRouter } from './composition';
 import { dashboardDirectory } from './dashboard';
@@ -253,7 +254,11 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
       })
     : null;
   const routerMetrics = metrics === null ? null : createRouterMetrics(metrics.registry);
-  const { app, scheduler, processScheduler, dockerScheduler, swarmScheduler, useCases, gitServer, router, routeTable, builds } = compose({
+  const tls = database.createTlsStore();
+  const acme = acmeSetup(config.acme, metrics === null || config.acme === null ? undefined : createAcmeMetrics(metrics.registry, { names: () => tls.list() }));
+  const { app, scheduler, processScheduler, dockerScheduler, swarmScheduler, useCases, gitServer, router, routeTable, deps, builds } = compose({
+    tls,
+    acme,
     database,
     secretKey,
     logDirectory: join(dataDir, 'logs'),
@@ -308,6 +313,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
         idleTimeoutMs: config.router.upstreamIdleTimeoutMs,
       },
       logLevel: config.logLevel,
+      ...(config.routerTlsPort !== null && config.routerTlsPort > 0 ? { httpsPort: config.routerTlsPort } : {}),
       ...(routerMetrics === null
         ? {}
         : { observer: { request: (app: string | null, status: number, durationMs: number) => routerMetrics.observe({ app, status, durationSeconds: durationMs / 1000 }) } }),
@@ -429,11 +435,32 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     }
   }
 
+  // Certificates follow apps and domains in the background; a new domain starts a round soon.
+  const acmeRounds =
+    acme === null || config.acme === null
+      ? null
+      : new AcmeRounds(deps, {
+          holder: leaseHolder(),
+          intervalMs: config.acme.intervalMs,
+          logger,
+          changed: () => {
+            router.invalidateCertificate();
+            routeTable.forget();
+            router.routesChanged().catch(() => undefined);
+          },
+        });
+  if (acmeRounds !== null) {
+    server.on('request', acmeRoundsOnChanges(acmeRounds));
+    acmeRounds.start();
+    logger.info({ directory: config.acme?.directory }, 'automatic HTTPS on: certificates are obtained over ACME');
+  }
+
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
     closing ??= (async () => {
       shutdown.abort();
       if (sweep !== null) clearInterval(sweep);
+      await acmeRounds?.stop();
       // The apps stop first (requests to them in flight finish as they handle SIGTERM): the
       // controller's ports are given up only once no app is left that could take one.
       await stopProcesses();

@@ -180,6 +180,9 @@ const ROWS: readonly Row[] = [
 
   // Domains.
   { method: 'GET', path: '/v1/apps/:app/domains/', expect: [401, H, 200, 200, 200], target: (f) => appTarget(f.app, 'domains/') },
+  // Extension (automatic HTTPS): whoever may manage the app's domains sees and sets its TLS.
+  { method: 'GET', path: '/v1/apps/:app/tls/', expect: [401, H, 200, 200, 200], target: (f) => appTarget(f.app, 'tls/') },
+  { method: 'POST', path: '/v1/apps/:app/tls/', expect: [401, H, 200, 200, 200], target: (f) => appTarget(f.app, 'tls/', { https_redirect: false }) },
   {
     method: 'POST', path: '/v1/apps/:app/domains/', expect: [401, H, 201, 201, 201],
     target: (f) => appTarget(f.app, 'domains/', { domain: `${unique('d')}.example.com` }),

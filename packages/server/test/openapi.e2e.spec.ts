@@ -93,6 +93,8 @@ describeEachBackend('OpenAPI document against real responses', (backend) => {
     const api = alice.api;
     expectStatus(await call(api, 'POST', '/v1/apps/contract/domains/', { domain: 'www.contract.example.com' }), 201);
     expectStatus(await call(api, 'GET', '/v1/apps/contract/domains/'), 200);
+    expectStatus(await call(api, 'GET', '/v1/apps/contract/tls/'), 200);
+    expectStatus(await call(api, 'POST', '/v1/apps/contract/tls/', { https_redirect: true }), 200);
     expectStatus(await call(api, 'DELETE', '/v1/apps/contract/domains/www.contract.example.com'), 204);
     expectStatus(await call(api, 'POST', '/v1/keys/', { id: 'laptop', public: ed25519PublicKey() }), 201);
     expectStatus(await call(api, 'GET', '/v1/keys/'), 200);

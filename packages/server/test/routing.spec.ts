@@ -1,5 +1,5 @@
-import { CertificateForServerName, DEFAULT_SETTINGS } from '@svc/core';
-import { FakeSecretBox, InMemoryUnitOfWork, aCertificate, aDomain, aUser, anApp } from '@svc/core/testing';
+import { CertificateForServerName, DEFAULT_SETTINGS, IssuedCertificateFor, type TlsName } from '@svc/core';
+import { FakeSecretBox, InMemoryTlsStore, InMemoryUnitOfWork, aCertificate, aDomain, aUser, anApp } from '@svc/core/testing';
 import { PlatformRouteTable, StoredCertificates, type EndpointSource } from '../src/routing';
 
 /** A scheduler stand-in: the web (and cmd) endpoints of each app, and who asked. */
@@ -143,5 +143,44 @@ describe('StoredCertificates', () => {
     const bob = (await uow.repositories.users.findByUsername('bob'))!;
     await uow.repositories.users.update({ ...bob, isSuperuser: true, isStaff: true });
     expect(await certificates.find('*.apps.test')).toEqual({ certificate: 'PEM', key: 'KEY' });
+  });
+});
+
+describe('StoredCertificates with certificates issued over ACME', () => {
+  const settings = { ...DEFAULT_SETTINGS, platformDomain: 'apps.test' };
+  const issued = (name: string, app: string, secrets: FakeSecretBox): TlsName => ({
+    name, app, state: 'issued', certificate: `ACME ${name}`, sealedKey: secrets.seal(`ACME KEY ${name}`), expires: new Date(), reason: null, failures: 0, nextAttempt: new Date(), updated: new Date(),
+  });
+
+  async function setUp(): Promise<{ uow: InMemoryUnitOfWork; tls: InMemoryTlsStore; secrets: FakeSecretBox; certificates: StoredCertificates }> {
+    const uow = await store();
+    const { id: _id, ...admin } = aUser({ username: 'root', isSuperuser: true });
+    await uow.repositories.users.create(admin);
+    await uow.repositories.domains.create(aDomain({ app: 'myapp', domain: 'www.example.com' }));
+    const tls = new InMemoryTlsStore();
+    const secrets = new FakeSecretBox();
+    for (const [name, app] of [['www.example.com', 'myapp'], ['myapp.apps.test', 'myapp'], ['gone.example.com', 'myapp']] as const) await tls.insert(issued(name, app, secrets));
+    const certificates = new StoredCertificates(new CertificateForServerName({ uow, settings }), secrets, new IssuedCertificateFor({ uow, settings, tls }));
+    return { uow, tls, secrets, certificates };
+  }
+
+  it('serves the issued certificate, unsealed, while its name belongs to its app', async () => {
+    const { certificates } = await setUp();
+    expect(await certificates.find('www.example.com')).toEqual({ certificate: 'ACME www.example.com', key: 'ACME KEY www.example.com' });
+    expect(await certificates.find('myapp.apps.test')).toEqual({ certificate: 'ACME myapp.apps.test', key: 'ACME KEY myapp.apps.test' });
+    expect(await certificates.find('gone.example.com')).toBeNull();
+  });
+
+  it('serves an uploaded certificate instead, exactly or by the platform wildcard', async () => {
+    const { uow, secrets, certificates } = await setUp();
+    const { id: _a, ...exact } = aCertificate({ commonName: 'www.example.com', certificate: 'UPLOADED', sealedKey: secrets.seal('UPLOADED KEY'), owner: 'alice' });
+    await uow.repositories.certificates.create(exact);
+    const { id: _b, ...wildcard } = aCertificate({ commonName: '*.apps.test', certificate: 'WILDCARD', sealedKey: secrets.seal('WILDCARD KEY'), owner: 'root' });
+    await uow.repositories.certificates.create(wildcard);
+
+    expect(await certificates.find('www.example.com')).toEqual({ certificate: 'UPLOADED', key: 'UPLOADED KEY' });
+    // The exact name answers none, so the router asks for the wildcard next.
+    expect(await certificates.find('myapp.apps.test')).toBeNull();
+    expect(await certificates.find('*.apps.test')).toEqual({ certificate: 'WILDCARD', key: 'WILDCARD KEY' });
   });
 });

@@ -38,3 +38,4 @@ export {
   anApp,
 } from './builders';
 export * from './contracts';
+export { InMemoryTlsStore } from './memory-tls-store';

@@ -115,7 +115,7 @@ export class UpdateApp {
 
 /** Stops an app's containers and deletes it with everything under it. */
 export class DeleteApp {
-  constructor(private readonly deps: LeaseDependencies & Pick<CoreDependencies, 'compiler'>) {}
+  constructor(private readonly deps: LeaseDependencies & Pick<CoreDependencies, 'compiler' | 'tls'>) {}
 
   /**
    * Under the app's deploy lease, stops its containers with no transaction open, then
@@ -150,6 +150,13 @@ export class DeleteApp {
       await this.deps.logs.remove(appId);
     } catch {
       // The app is gone; a log file left behind is harmless and is replaced if the name is reused.
+    }
+    try {
+      // A new app of the same name starts without the old one's HTTPS redirect; its names are
+      // forgotten by the next round of automatic HTTPS.
+      await this.deps.tls?.setHttpsRedirect(deleted.id, false);
+    } catch {
+      // The app is gone; a setting left behind matters only if a new app takes the name.
     }
     try {
       await this.deps.compiler?.removeApp(deleted.id, deleted.uuid);

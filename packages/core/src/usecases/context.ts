@@ -18,6 +18,8 @@ import type {
 } from '../ports/services';
 import type { DeployObserver } from '../ports/observers';
 import type { BuildpackCatalog, SourceCompiler } from '../ports/builds';
+import type { CertificateAuthority, TlsStore } from '../ports/acme';
+import type { AcmeSettings } from '../rules/acme';
 import { canAdministerApp, canSeeApp, isAdmin } from '../rules/apps';
 import type { Quotas } from '../rules/quotas';
 
@@ -124,6 +126,22 @@ export interface CoreDependencies {
   buildpacks?: BuildpackCatalog | null;
   /** Watches deploys (metrics); none when absent. */
   deployObserver?: DeployObserver;
+  /** The TLS state of names and the apps' HTTPS settings; absent or null: every name shows `none`. */
+  tls?: TlsStore | null;
+  /** Automatic HTTPS over ACME (ACME_DIRECTORY_URL); absent or null: off. */
+  acme?: AcmeSetup | null;
+}
+
+/** Hears each issuance attempt's outcome (metrics). */
+export interface AcmeObserver {
+  attempted(outcome: 'issued' | 'failed'): void;
+}
+
+/** What automatic HTTPS needs: the certificate authority and how to renew and retry. */
+export interface AcmeSetup {
+  authority: CertificateAuthority;
+  settings: AcmeSettings;
+  observer?: AcmeObserver;
 }
 
 /** The authenticated caller: the user and the token they presented. */

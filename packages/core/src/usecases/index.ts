@@ -31,8 +31,10 @@ import {
   RemoveKey,
   RevokePermission,
 } from './resources';
+import { GetAppTls, HttpsRedirectFor, IssuedCertificateFor, SetAppTls } from './tls';
 import { AuthenticateKey, AuthorizeGitAccess, ListRetainedWorkdirs } from './sources';
 
+export * from './acme-renewal';
 export * from './apps';
 export * from './auth';
 export * from './buildpacks';
@@ -46,6 +48,7 @@ export * from './quotas';
 export * from './release-phase';
 export * from './resources';
 export * from './sources';
+export * from './tls';
 
 /** Every use case of the controller, by name. */
 export const USE_CASES = {
@@ -97,6 +100,10 @@ export const USE_CASES = {
   authorizeGitAccess: AuthorizeGitAccess,
   deploySource: DeploySource,
   listRetainedWorkdirs: ListRetainedWorkdirs,
+  getAppTls: GetAppTls,
+  setAppTls: SetAppTls,
+  issuedCertificateFor: IssuedCertificateFor,
+  httpsRedirectFor: HttpsRedirectFor,
 } as const;
 
 /** The use cases, instantiated. */

@@ -40,6 +40,7 @@ export class World {
     settings: Partial<Settings> = {},
     images: ImageBuilder | null = null,
     builds: { compiler?: SourceCompiler | null; buildpacks?: BuildpackCatalog | null } = {},
+    extra: Pick<CoreDependencies, 'tls' | 'acme'> = {},
   ) {
     this.settings = { ...DEFAULT_SETTINGS, ...settings };
     this.deps = {
@@ -57,6 +58,7 @@ export class World {
       settings: this.settings,
       images,
       ...builds,
+      ...extra,
     };
     this.useCases = createUseCases(this.deps);
   }

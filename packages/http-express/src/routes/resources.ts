@@ -1,7 +1,7 @@
 import { authed, type Route, type RouteContext } from '../routing';
 import { envelope, pageRequestOf } from '../pagination';
 import { AppPath, AppUserPath, CertificatePath, DomainPath, KeyPath, pathParams } from '../params';
-import { presentCertificate, presentCertificateItem, presentDomain, presentKey } from '../presenters';
+import { presentAppTls, presentCertificate, presentCertificateItem, presentDomain, presentKey } from '../presenters';
 
 /** Domains, keys, app permissions and certificates. */
 export function resourceRoutes({ useCases }: RouteContext): Route[] {
@@ -24,6 +24,14 @@ export function resourceRoutes({ useCases }: RouteContext): Route[] {
       const { id, domain } = pathParams(DomainPath, req);
       await useCases.removeDomain.execute(actor, id, domain);
       res.status(204).end();
+    }),
+    authed('get', '/v1/apps/:id/tls', async ({ req, res, actor }) => {
+      const { id } = pathParams(AppPath, req);
+      res.json(presentAppTls(await useCases.getAppTls.execute(actor, id)));
+    }),
+    authed('post', '/v1/apps/:id/tls', async ({ req, res, actor, body }) => {
+      const { id } = pathParams(AppPath, req);
+      res.json(presentAppTls(await useCases.setAppTls.execute(actor, id, body)));
     }),
     authed('get', '/v1/keys', async ({ req, res, actor, policy }) => {
       const page = pageRequestOf(req, policy);

@@ -6,12 +6,14 @@ import { BuildWorkdirPostgres1763884800000 } from './postgres/1763884800000-buil
 import { ListCountsPostgres1763990000000 } from './postgres/1763990000000-list-counts';
 import { LoginFailureAddressPostgres1764000000010 } from './postgres/1764000000010-login-failure-address';
 import { DeployLeasesPostgres1764072000000 } from './postgres/1764072000000-deploy-leases';
+import { TlsStatePostgres1764200000000 } from './postgres/1764200000000-tls-state';
 import { InitialSchemaSqlite1763712000000 } from './sqlite/1763712000000-initial-schema';
 import { SharedStateSqlite1763798400000 } from './sqlite/1763798400000-shared-state';
 import { BuildWorkdirSqlite1763884800000 } from './sqlite/1763884800000-build-workdir';
 import { ListCountsSqlite1763990000000 } from './sqlite/1763990000000-list-counts';
 import { LoginFailureAddressSqlite1764000000010 } from './sqlite/1764000000010-login-failure-address';
 import { DeployLeasesSqlite1764072000000 } from './sqlite/1764072000000-deploy-leases';
+import { TlsStateSqlite1764200000000 } from './sqlite/1764200000000-tls-state';
 
 type MigrationClass = new () => MigrationInterface;
 
@@ -27,6 +29,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     ListCountsSqlite1763990000000,
     LoginFailureAddressSqlite1764000000010,
     DeployLeasesSqlite1764072000000,
+    TlsStateSqlite1764200000000,
   ],
   postgres: [
     InitialSchemaPostgres1763712000000,
@@ -35,6 +38,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     ListCountsPostgres1763990000000,
     LoginFailureAddressPostgres1764000000010,
     DeployLeasesPostgres1764072000000,
+    TlsStatePostgres1764200000000,
   ],
 };
 

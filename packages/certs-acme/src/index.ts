@@ -1,0 +1,3 @@
+export { AcmeCertificateAuthority, validityOf, type AcmeAuthorityOptions } from './authority';
+export { reasonOf } from './problems';
+export { retryAfterOf } from './retry-after';

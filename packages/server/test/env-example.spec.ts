@@ -1,9 +1,11 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config';
 
 const ROOT = join(__dirname, '..', '..', '..');
-const SOURCES = ['config.ts', 'config-buildpacks.ts'].map((file) => join(ROOT, 'packages', 'server', 'src', file));
+const SERVER_SRC = join(ROOT, 'packages', 'server', 'src');
+/** The configuration modules: config.ts and its parts (config-<topic>.ts). */
+const SOURCES = readdirSync(SERVER_SRC).filter((file) => /^config(-[a-z-]+)?\.ts$/.test(file)).map((file) => join(SERVER_SRC, file));
 
 /** The variables `.env.example` lists: its `NAME=value` lines (comments do not count). */
 function listedInEnvExample(): Set<string> {
@@ -17,7 +19,7 @@ function readByLoadConfig(): Set<string> {
   const scenarios: Record<string, string>[] = [
     {},
     { SCHEDULER: 'process' },
-    { SCHEDULER: 'memory' },
+    { SCHEDULER: 'memory', ACME_DIRECTORY_URL: 'letsencrypt-staging' },
     { SCHEDULER: 'docker' },
     { SCHEDULER: 'swarm', REGISTRY: 'registry.internal:5000', REGISTRY_USERNAME: 'u', REGISTRY_PASSWORD: 'p' },
   ];

@@ -12,6 +12,7 @@
 //   key and an ssh config that accepts the git server's key on first use (the README says a
 //   user confirms it; GIT_SSH_COMMAND points ssh at it), and `~/.local/bin` on PATH (where scripts/install-cli.sh links `svc`);
 // - the password `svc register` asks for: SVC_PASSWORD;
+// - whatever else the environment sets (e.g. a test's DOCKER_NETWORK on a shared engine);
 // - `svc logs --follow` (stopped with Ctrl-C): interrupted after a few seconds.
 // Every command runs under `set -e -o pipefail`; curl fails on an HTTP error, and a curl line
 // whose comment is the expected answer (`curl URL   # hello from v1`) must print exactly it.

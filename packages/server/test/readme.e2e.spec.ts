@@ -72,7 +72,9 @@ describeWithSandbox('the README on a machine without a Docker engine (process sc
 if (ENGINE !== null) {
   describe('the README on a machine with a Docker engine (Docker scheduler)', () => {
     it('runs every walk as written', async () => {
-      const { code, output } = await readmeCheck({ DOCKER_HOST: ENGINE });
+      // The engine is shared with other tests: a network, bridge and instance name of its own.
+      const tag = process.pid.toString(36);
+      const { code, output } = await readmeCheck({ DOCKER_HOST: ENGINE, DOCKER_NETWORK: `svc-readme-${tag}`, DOCKER_BRIDGE: `svcrd${tag}`.slice(0, 15), DOCKER_INSTANCE: `readme-${tag}` });
       expect(output).toContain('readme-check: the cli walk passed');
       expect(output).toContain('readme-check: the api walk passed');
       expect(output).toContain('readme-check: the git walk passed');

@@ -47,6 +47,8 @@ export const buildsModule = (setup: BuildpackSetup | null, kind: CompilerKind, p
           timeoutMs: docker.images.timeoutMs,
           memoryBytes: docker.images.memoryBytes,
           cacheLimitBytes: setup.cacheLimitBytes,
+          network: setup.network,
+          bridge: setup.bridge,
           registry: docker.images.registry,
           registryLogin: docker.registryLogin,
         });

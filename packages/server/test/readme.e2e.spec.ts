@@ -74,7 +74,7 @@ if (ENGINE !== null) {
     it('runs every walk as written', async () => {
       // The engine is shared with other tests: a network, bridge and instance name of its own.
       const tag = process.pid.toString(36);
-      const { code, output } = await readmeCheck({ DOCKER_HOST: ENGINE, DOCKER_NETWORK: `svc-readme-${tag}`, DOCKER_BRIDGE: `svcrd${tag}`.slice(0, 15), DOCKER_INSTANCE: `readme-${tag}` });
+      const { code, output } = await readmeCheck({ DOCKER_HOST: ENGINE, DOCKER_NETWORK: `svc-readme-${tag}`, DOCKER_BRIDGE: `svcrd${tag}`.slice(0, 15), DOCKER_INSTANCE: `readme-${tag}`, BUILDPACK_NETWORK: `svc-readme-build-${tag}`, BUILDPACK_BRIDGE: `svcrb${tag}`.slice(0, 15) });
       expect(output).toContain('readme-check: the cli walk passed');
       expect(output).toContain('readme-check: the api walk passed');
       expect(output).toContain('readme-check: the git walk passed');

@@ -1,6 +1,7 @@
 # The controller image: multi-stage, production dependencies only, runs as the unprivileged
 # `node` user (uid 1000), keeps its data in the /data volume, and reports healthy once
-# GET /readyz answers 200 (the database answers).
+# GET /readyz answers 200 with status `ready` (the database answers and apps can run: without
+# a Docker engine or the process sandbox it answers `degraded` with the reasons, unhealthy).
 #
 #   docker build -t svc-controller .
 #
@@ -58,6 +59,6 @@ VOLUME ["/data"]
 # API, router (app traffic), git over SSH.
 EXPOSE 8000 8080 2222
 HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8000) + '/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
+  CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 8000) + '/readyz').then((r) => r.json().then((b) => process.exit(r.ok && b.status === 'ready' ? 0 : (console.log(JSON.stringify(b)), 1))), () => process.exit(1))"]
 # SIGTERM reaches node itself (no shell in between): in-flight requests finish, then it exits.
 CMD ["node", "packages/server/dist/main.js"]

@@ -6,6 +6,10 @@
 # as one layer. Nothing is downloaded.
 #
 #   scripts/make-stack-image.sh [image]        # default: $STACK_IMAGE or localhost/svc-stack:latest
+#   scripts/make-stack-image.sh --if-engine [image]
+#
+# --if-engine (the README's API walk): does nothing where no Docker engine answers (the
+# process scheduler runs no image) or where the image is already there.
 #
 # The default name is under `localhost/`: an image reference without a registry host is a
 # Docker Hub name (`svc/stack` is docker.io/svc/stack, a namespace this project does not
@@ -17,7 +21,19 @@
 # BUSYBOX (default: /bin/busybox, from Debian's busybox-static).
 set -euo pipefail
 
+if_engine=0
+if [ "${1:-}" = "--if-engine" ]; then if_engine=1; shift; fi
 image="${1:-${STACK_IMAGE:-localhost/svc-stack:latest}}"
+if [ "$if_engine" = 1 ]; then
+  if ! command -v docker >/dev/null || ! docker info >/dev/null 2>&1; then
+    echo "no Docker engine answers${DOCKER_HOST:+ at $DOCKER_HOST}: no stack image needed" >&2
+    exit 0
+  fi
+  if docker image inspect "$image" >/dev/null 2>&1; then
+    echo "$image is there" >&2
+    exit 0
+  fi
+fi
 node_bin="$(readlink -f "${NODE_BINARY:-$(command -v node)}")"
 npm_dir="${NPM_DIR:-$(npm root -g 2>/dev/null)/npm}"
 busybox="${BUSYBOX:-/bin/busybox}"

@@ -32,7 +32,7 @@ export interface HttpOptions {
   /** Whether the service can serve requests (e.g. the database answers), for `GET /readyz`. */
   ready?: () => Promise<boolean>;
   /** Fields added to the `GET /readyz` answer when ready, besides `status` (e.g. `sandbox` and `warning`). */
-  readyDetails?: () => Record<string, string>;
+  readyDetails?: () => Record<string, string | string[]>;
   /** Where request lines and unexpected errors are written; nothing is logged without one. */
   logger?: HttpLogger;
   /** Trust `X-Forwarded-*` headers from a reverse proxy (client address, protocol and host). */

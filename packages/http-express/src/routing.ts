@@ -23,7 +23,7 @@ export interface RouteContext {
   platformDomain: string;
   ready: () => Promise<boolean>;
   /** Extra fields of a ready answer (e.g. a warning that apps run unconfined); none by default. */
-  readyDetails: () => Record<string, string>;
+  readyDetails: () => Record<string, string | string[]>;
   logger: HttpLogger;
   /** Bytes of log lines held for a slow follower. */
   followBufferBytes: number;

@@ -52,6 +52,8 @@ export interface Database {
   poolStats(): PoolStats;
   /** How many containers are recorded in each state (states with none are left out). */
   containerCountsByState(): Promise<Record<string, number>>;
+  /** The apps that have containers recorded (any state), sorted by name. */
+  appsWithContainers(): Promise<string[]>;
   /** Waits for running transactions and closes every connection. */
   close(): Promise<void>;
 }
@@ -174,6 +176,12 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
           .getRawMany<{ state: string; count: string | number }>(),
       );
       return Object.fromEntries(rows.map((row) => [row.state, Number(row.count)]));
+    },
+    async appsWithContainers() {
+      const rows = await session.read((manager) =>
+        manager.createQueryBuilder(engine.schemas.containers, 'c').select('c.app', 'app').distinct(true).orderBy('c.app').getRawMany<{ app: string }>(),
+      );
+      return rows.map((row) => row.app);
     },
     close() {
       closing ??= engine.close();

@@ -46,6 +46,10 @@ function statsSuite(name: string, open: (dataDir: string) => Promise<{ db: Datab
       expect(await db.containerCountsByState()).toEqual({ up: 2, crashed: 1 });
     });
 
+    it('names each app with containers once', async () => {
+      expect(await db.appsWithContainers()).toEqual(['myapp']);
+    });
+
     it('follows a change of state', async () => {
       const [first] = await db.uow.repositories.containers.listForApp('myapp');
       await db.uow.transaction((repos) => repos.containers.updateState(first!.uuid, 'down', new Date()));

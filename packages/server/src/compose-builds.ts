@@ -47,6 +47,8 @@ export const buildsModule = (setup: BuildpackSetup | null, kind: CompilerKind, p
           timeoutMs: docker.images.timeoutMs,
           memoryBytes: docker.images.memoryBytes,
           cacheLimitBytes: setup.cacheLimitBytes,
+          network: setup.network,
+          bridge: setup.bridge,
           registry: docker.images.registry,
           registryLogin: docker.registryLogin,
         });
@@ -66,9 +68,11 @@ interface BuildsLogger {
  * will be made on first need (or names the command that makes it), makes the build network
  * and its guards, and removes build containers a stopped controller left. A failure is logged,
  * not fatal: builds retry the network at their start, and refuse while it cannot be made.
+ * Returns why builds cannot run (the stack image missing and not makeable here), for
+ * `/readyz`, or null.
  */
-export async function prepareEngineBuilds(compiler: SourceCompiler | null, setup: DockerCompileSetup | null, logger: BuildsLogger): Promise<void> {
-  if (!(compiler instanceof DockerSourceCompiler) || setup === null) return;
+export async function prepareEngineBuilds(compiler: SourceCompiler | null, setup: DockerCompileSetup | null, logger: BuildsLogger): Promise<string | null> {
+  if (!(compiler instanceof DockerSourceCompiler) || setup === null) return null;
   const stack = await checkStackImage({ docker: setup.engine(), image: setup.images.stackImage, dockerHost: setup.dockerHost }).catch((error: unknown) => ({
     state: 'unknown',
     message: `the stack image ${setup.images.stackImage} could not be checked: ${error instanceof Error ? error.message : String(error)}`,
@@ -81,4 +85,5 @@ export async function prepareEngineBuilds(compiler: SourceCompiler | null, setup
   } catch (error) {
     logger.warn({ err: error }, `the build network could not be made: buildpack builds are refused until it can (${error instanceof Error ? error.message : String(error)})`);
   }
+  return stack.state === 'present' || stack.state === 'will-make' ? null : stack.message;
 }

@@ -96,7 +96,7 @@ export interface CompositionOptions {
   /** When aborted, log follow streams end (a graceful stop need not wait for them). */
   shutdown?: AbortSignal;
   /** Fields added to the `GET /readyz` answer (how apps are confined, when it matters). */
-  readyDetails?: () => Record<string, string>;
+  readyDetails?: () => Record<string, string | string[]>;
   /** Metrics: told about requests and deploys, and served at `GET /metrics`; absent or null: none. */
   metrics?: { collector: ControllerMetrics; token: string | null } | null;
   /** How the router runs; absent: in-process with its defaults. */

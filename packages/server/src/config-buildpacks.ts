@@ -9,6 +9,9 @@ export interface BuildpackSettings {
   dir: string | null;
   /** BUILD_CACHE_LIMIT_MB, in bytes: the largest build cache an app keeps between builds; 0 keeps none. */
   cacheLimitBytes: number;
+  /** BUILDPACK_NETWORK and BUILDPACK_BRIDGE: the engine network buildpack builds run on, and its Linux bridge when the controller makes it. */
+  network: string;
+  bridge: string;
 }
 
 type Env = Record<string, string | undefined>;
@@ -46,5 +49,9 @@ export function buildpackSettings(env: Env, integer: (name: string, fallback: nu
     }
     if (!isDirectory) throw new ConfigError('BUILDPACKS_DIR', `must be an existing directory of buildpacks, got "${dir}"`);
   }
-  return { dir: absolute, cacheLimitBytes: integer('BUILD_CACHE_LIMIT_MB', 512, 0, 64 * 1024) * 1024 * 1024 };
+  const network = value(env, 'BUILDPACK_NETWORK') || 'svc-build';
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(network)) throw new ConfigError('BUILDPACK_NETWORK', `is not a network name: "${network}"`);
+  const bridge = value(env, 'BUILDPACK_BRIDGE') || 'svc-build0';
+  if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$/.test(bridge)) throw new ConfigError('BUILDPACK_BRIDGE', `must be a Linux interface name of at most 15 characters, got "${bridge}"`);
+  return { dir: absolute, cacheLimitBytes: integer('BUILD_CACHE_LIMIT_MB', 512, 0, 64 * 1024) * 1024 * 1024, network, bridge };
 }

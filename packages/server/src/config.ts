@@ -153,6 +153,8 @@ export interface ServerConfig {
   dbConnectRetries: number;
   /** `SCHEDULER`; `auto` when unset: docker when an engine answers at DOCKER_HOST, else process. */
   scheduler: SchedulerKind | 'auto';
+  /** `SCHEDULER_ADOPT`: start the apps another scheduler ran in this data directory (preflight.ts). */
+  schedulerAdopt: boolean;
   processes: ProcessSettings;
   docker: DockerSettings;
   swarm: SwarmSettings;
@@ -619,6 +621,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     dbStatementTimeoutMs: integer(env, 'DB_STATEMENT_TIMEOUT_MS', 30000, 0, 3600000),
     dbConnectRetries: integer(env, 'DB_CONNECT_RETRIES', 10, 0, 1000),
     scheduler: oneOf<SchedulerKind | 'auto'>(env, 'SCHEDULER', 'auto', ['auto', 'process', 'docker', 'swarm', 'memory']),
+    schedulerAdopt: flag(env, 'SCHEDULER_ADOPT', false),
     processes: {
       portRange: portRange(env),
       healthcheckTimeoutMs: integer(env, 'HEALTHCHECK_TIMEOUT', 30, 1, 3600) * 1000,

@@ -13,6 +13,7 @@ import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
 import { ControllerMetrics, createAcmeMetrics, createRouterMetrics } from '@svc/metrics-prometheus';
 import { AcmeRounds, acmeRoundsOnChanges, acmeSetup, leaseHolder } from './acme';
 import { prepareEngineBuilds } from './compose-builds';
+import { checkPorts, checkSchedulerRecord, readinessDetails } from './preflight';
 import { compose, type GitSetup, type PlatformRouter } from './composition';
 import { dashboardDirectory } from './dashboard';
 import type { PlatformRouteTable } from './routing';
@@ -48,7 +49,8 @@ export interface RunningServer {
 /** The fix named when the sandbox cannot be set up. */
 const SANDBOX_HINT =
   `Run the controller as root on Linux with bubblewrap, util-linux and iptables installed (apt-get install bubblewrap util-linux iptables), ` +
-  `or, for one trusted developer on their own machine only, set ${UNSAFE_SWITCH}=1 to run apps unconfined`;
+  `or, for one trusted developer on their own machine only, set ${UNSAFE_SWITCH}=1 to run apps unconfined; ` +
+  `or run them on a Docker engine (start one at DOCKER_HOST: with SCHEDULER unset it is picked, or set SCHEDULER=docker)`;
 
 /** What `/readyz` adds about the confinement of apps: nothing when they are confined (or none run). */
 function sandboxDetails(status: SandboxStatus | null): Record<string, string> {
@@ -57,6 +59,11 @@ function sandboxDetails(status: SandboxStatus | null): Record<string, string> {
     return { sandbox: 'off', warning: `${UNSAFE_SWITCH} is set: apps run unconfined as the controller's user; any app owner controls the controller and the host` };
   }
   return { sandbox: 'unavailable', warning: status.problem ?? 'the sandbox is unavailable' };
+}
+
+/** Why the controller cannot run apps, each with its fix; empty when it can. */
+function appProblems(status: SandboxStatus | null): string[] {
+  return status?.mode === 'unavailable' ? [status.problem ?? 'the sandbox is unavailable'] : [];
 }
 
 /**
@@ -210,6 +217,8 @@ export async function pickScheduler(config: ServerConfig, logger: Logger): Promi
 
 /** Starts the controller: database (migrated), composition, HTTP listener. */
 export async function startServer(config: ServerConfig, logger: Logger): Promise<RunningServer> {
+  // Before anything is made: a port taken stops the start naming its setting (preflight.ts).
+  await checkPorts(config);
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });
 
@@ -239,9 +248,12 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   // Ends log follow streams at shutdown: they would otherwise hold the stop up to its timeout.
   const shutdown = new AbortController();
   let sandbox: SandboxStatus | null = null;
+  // Why buildpack builds cannot run on the engine (the stack image can neither be found nor made).
+  let stackProblem: string | null = null;
   let schedulerKind: SchedulerKind;
   try {
     schedulerKind = await pickScheduler(config, logger);
+    await checkSchedulerRecord(dataDir, schedulerKind, () => database.appsWithContainers(), config.schedulerAdopt, logger);
   } catch (error) {
     await database.close();
     throw error;
@@ -281,7 +293,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
       sandbox: config.processes.sandbox,
       sandboxHint: SANDBOX_HINT,
     },
-    readyDetails: () => sandboxDetails(sandbox),
+    readyDetails: () => ({ ...sandboxDetails(sandbox), ...readinessDetails(appProblems(sandbox), stackProblem === null ? [] : [stackProblem]) }),
     schedulerChaos: config.schedulerChaos,
     settings: config.settings,
     apiVersion: config.apiVersion,
@@ -360,7 +372,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
       const { restored } = await useCases.restoreContainers.execute();
       const reaped = await engineScheduler.reapOrphans();
       logger.info({ restored, reaped }, `restored the apps' containers on the ${swarmScheduler === null ? 'Docker engine' : 'swarm'}`);
-      await prepareEngineBuilds(builds.compiler, builds.docker, logger);
+      stackProblem = await prepareEngineBuilds(builds.compiler, builds.docker, logger);
     } catch (error) {
       await stopProcesses();
       await database.close();

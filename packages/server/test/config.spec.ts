@@ -582,7 +582,13 @@ describe('loadConfig: metrics', () => {
       const config = loadConfig({});
       expect(config.settings.buildpackUrlAllow).toEqual([]);
       expect(config.settings.releasePhaseTimeoutSeconds).toBe(300);
-      expect(config.buildpacks).toEqual({ dir: null, cacheLimitBytes: 512 * 1024 * 1024 });
+      expect(config.buildpacks).toEqual({ dir: null, cacheLimitBytes: 512 * 1024 * 1024, network: 'svc-build', bridge: 'svc-build0' });
+    });
+
+    it('reads BUILDPACK_NETWORK and BUILDPACK_BRIDGE, and refuses a name the engine or Linux would not take', () => {
+      expect(loadConfig({ BUILDPACK_NETWORK: 'builds-2', BUILDPACK_BRIDGE: 'svcb2' }).buildpacks).toMatchObject({ network: 'builds-2', bridge: 'svcb2' });
+      expect(() => loadConfig({ BUILDPACK_NETWORK: 'a b' })).toThrow(/^BUILDPACK_NETWORK: is not a network name/);
+      expect(() => loadConfig({ BUILDPACK_BRIDGE: 'a-bridge-name-too-long' })).toThrow(/^BUILDPACK_BRIDGE: must be a Linux interface name of at most 15 characters/);
     });
 
     it('reads BUILDPACK_URL_ALLOW as comma-separated URLs and prefixes, normalised', () => {

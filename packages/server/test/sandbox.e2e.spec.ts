@@ -201,9 +201,11 @@ describeWithSandbox('a hostile app owner with SCHEDULER=process and no container
     const containers = await mallory.api.get<{ results: Array<{ state: string }> }>('/v1/apps/hostile/containers/');
 
     const problem = 'apps cannot run: the sandbox is unavailable: bubblewrap (bwrap) is not installed. Run the controller as root on Linux with bubblewrap';
+    // Still 200 (the database answers, SPEC.md), but degraded: no app can run, and why.
     expect(ready.status).toBe(200);
-    expect(ready.body).toEqual({ status: 'ready', sandbox: 'unavailable', warning: expect.stringContaining(problem) });
-    expect(ready.body).toEqual({ status: 'ready', sandbox: 'unavailable', warning: expect.stringContaining('UNSAFE_SINGLE_USER_DEV=1') });
+    expect(ready.body).toEqual({ status: 'degraded', reasons: [expect.stringContaining(problem)], sandbox: 'unavailable', warning: expect.stringContaining(problem) });
+    expect(ready.body).toEqual(expect.objectContaining({ reasons: [expect.stringContaining('UNSAFE_SINGLE_USER_DEV=1')] }));
+    expect(ready.body).toEqual(expect.objectContaining({ reasons: [expect.stringContaining('SCHEDULER=docker')] }));
     expect(run.status).toBe(503);
     expect(JSON.stringify(run.body)).toContain(problem);
     expect(scale.status).toBe(503);

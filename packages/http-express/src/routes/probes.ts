@@ -24,7 +24,8 @@ export function probeRoutes({ ready, readyDetails, logger, openApi }: RouteConte
         isReady = false;
       }
       if (!isReady) throw new HttpError(503, 'The database is not available.');
-      res.json({ ...readyDetails(), status: 'ready' });
+      // `degraded` (still 200: the database answers, SPEC.md) when the details say apps cannot run, with the reasons.
+      res.json({ status: 'ready', ...readyDetails() });
     }),
   ];
 }

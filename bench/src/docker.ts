@@ -28,7 +28,8 @@ const IMAGE = 'svc-test/busybox:1';
 const RUNS = 5;
 const SECRET_KEY = 'docker-bench-secret-key-0123456789abcdef';
 
-async function api(url: string, method: string, path: string, token: string | null, body?: unknown): Promise<{ status: number; json: unknown }> {
+/** One JSON call to the controller's API: its status and its body (parsed when it is JSON). */
+export async function api(url: string, method: string, path: string, token: string | null, body?: unknown): Promise<{ status: number; json: unknown }> {
   const response = await fetch(`${url}${path}`, {
     method,
     headers: { 'Content-Type': 'application/json', ...(token === null ? {} : { Authorization: `token ${token}` }) },

@@ -11,6 +11,7 @@ import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { api } from './docker';
 import { freePort, startServer, type ServerProcess } from './processes';
 
 /** What one scheduler's pushes measured, in milliseconds. */
@@ -33,20 +34,6 @@ function exec(command: string, args: string[], options: { cwd?: string; env?: No
       else resolve(`${stdout}${stderr}`);
     });
   });
-}
-
-async function api(url: string, method: string, path: string, token: string | null, body?: unknown): Promise<{ status: number; json: unknown }> {
-  const response = await fetch(`${url}${path}`, {
-    method,
-    headers: { 'Content-Type': 'application/json', ...(token === null ? {} : { Authorization: `token ${token}` }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  try {
-    return { status: response.status, json: JSON.parse(text) as unknown };
-  } catch {
-    return { status: response.status, json: text };
-  }
 }
 
 /** The router's answer for the app: status and body. */

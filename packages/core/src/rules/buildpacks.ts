@@ -1,6 +1,7 @@
 import { RequestRejected } from '../errors';
 import type { Procfile } from '../model/entities';
 import { PROCESS_TYPE_PATTERN } from './config';
+import { addProcessType } from './sources';
 
 /** The config variable that names an app's buildpack (Heroku's): an installed buildpack's name, or a git URL with an optional `#ref`. */
 export const BUILDPACK_VARIABLE = 'BUILDPACK_URL';
@@ -189,17 +190,8 @@ export function parseBuildpackRelease(text: string): Procfile {
     }
     const [, type = '', rawCommand = ''] = match;
     const command = scalar(rawCommand);
-    if (!PROCESS_TYPE_PATTERN.test(type)) {
-      problems.push(`${where}: process types can only contain [a-z0-9-_] and must start and end with a letter or digit, got "${type.slice(0, 64)}".`);
-    } else if (command === null) {
-      problems.push(`${where}: the command of ${type} is not a valid YAML string.`);
-    } else if (command.trim() === '') {
-      problems.push(`${where}: the process type ${type} has no command.`);
-    } else if (Object.hasOwn(procfile, type)) {
-      problems.push(`${where}: the process type ${type} is declared twice.`);
-    } else {
-      procfile[type] = command.trim();
-    }
+    if (command === null && PROCESS_TYPE_PATTERN.test(type)) problems.push(`${where}: the command of ${type} is not a valid YAML string.`);
+    else addProcessType(procfile, type, command ?? '', where, problems);
   });
   if (problems.length > 0) {
     throw new RequestRejected(BUILDPACK_RELEASE_INVALID, `The buildpack's bin/release output cannot be used: ${problems.slice(0, 10).join(' ')}`);

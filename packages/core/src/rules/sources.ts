@@ -19,6 +19,23 @@ export const NOTHING_TO_RUN =
 const PROCFILE_LINE = /^([^:\s]+)[ \t]*:[ \t]*(.*)$/;
 
 /**
+ * Adds `type: command` to a Procfile being read (a Procfile, a buildpack's default process
+ * types), or says at `where` in `problems` why it cannot: a type that is not a process type's
+ * name, an empty command, a type declared twice.
+ */
+export function addProcessType(procfile: Procfile, type: string, command: string, where: string, problems: string[]): void {
+  if (!PROCESS_TYPE_PATTERN.test(type)) {
+    problems.push(`${where}: process types can only contain [a-z0-9-_] and must start and end with a letter or digit, got "${type.slice(0, 64)}".`);
+  } else if (command.trim() === '') {
+    problems.push(`${where}: the process type ${type} has no command.`);
+  } else if (Object.hasOwn(procfile, type)) {
+    problems.push(`${where}: the process type ${type} is declared twice.`);
+  } else {
+    procfile[type] = command.trim();
+  }
+}
+
+/**
  * Parses a Procfile: one `<process type>: <command>` per line; blank lines and lines
  * starting with `#` are ignored.
  * @throws ValidationFailed on field `procfile`, with one message per line that is wrong.
@@ -40,15 +57,7 @@ export function parseProcfile(text: string): Procfile {
       return;
     }
     const [, type = '', command = ''] = match;
-    if (!PROCESS_TYPE_PATTERN.test(type)) {
-      problems.push(`${where}: process types can only contain [a-z0-9-_] and must start and end with a letter or digit, got "${type.slice(0, 64)}".`);
-    } else if (command.trim() === '') {
-      problems.push(`${where}: the process type ${type} has no command.`);
-    } else if (Object.hasOwn(procfile, type)) {
-      problems.push(`${where}: the process type ${type} is declared twice.`);
-    } else {
-      procfile[type] = command.trim();
-    }
+    addProcessType(procfile, type, command, where, problems);
   });
   if (problems.length === 0 && Object.keys(procfile).length === 0) problems.push('The Procfile declares no process type.');
   if (problems.length > 0) throw new ValidationFailed({ procfile: problems });

@@ -32,6 +32,9 @@ import {
   RevokePermission,
 } from './resources';
 import { AuthenticateKey, AuthorizeGitAccess, ListRetainedWorkdirs } from './sources';
+import { FollowEvents, ListAppEvents, ListEvents, PruneJournal } from './events';
+import { CreateWebhook, DeleteWebhook, DeliverWebhooks, GetWebhook, ListDeliveries, ListWebhooks } from './webhooks';
+import { FinishIdempotentRequest, StartIdempotentRequest } from './idempotency';
 
 export * from './apps';
 export * from './auth';
@@ -46,6 +49,10 @@ export * from './quotas';
 export * from './release-phase';
 export * from './resources';
 export * from './sources';
+export * from './journal';
+export * from './events';
+export * from './webhooks';
+export * from './idempotency';
 
 /** Every use case of the controller, by name. */
 export const USE_CASES = {
@@ -97,6 +104,18 @@ export const USE_CASES = {
   authorizeGitAccess: AuthorizeGitAccess,
   deploySource: DeploySource,
   listRetainedWorkdirs: ListRetainedWorkdirs,
+  listEvents: ListEvents,
+  listAppEvents: ListAppEvents,
+  followEvents: FollowEvents,
+  pruneJournal: PruneJournal,
+  createWebhook: CreateWebhook,
+  listWebhooks: ListWebhooks,
+  getWebhook: GetWebhook,
+  deleteWebhook: DeleteWebhook,
+  listDeliveries: ListDeliveries,
+  deliverWebhooks: DeliverWebhooks,
+  startIdempotentRequest: StartIdempotentRequest,
+  finishIdempotentRequest: FinishIdempotentRequest,
 } as const;
 
 /** The use cases, instantiated. */

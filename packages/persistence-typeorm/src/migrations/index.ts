@@ -12,6 +12,8 @@ import { BuildWorkdirSqlite1763884800000 } from './sqlite/1763884800000-build-wo
 import { ListCountsSqlite1763990000000 } from './sqlite/1763990000000-list-counts';
 import { LoginFailureAddressSqlite1764000000010 } from './sqlite/1764000000010-login-failure-address';
 import { DeployLeasesSqlite1764072000000 } from './sqlite/1764072000000-deploy-leases';
+import { EventsSqlite1795734000000 } from './sqlite/1795734000000-events';
+import { EventsPostgres1795734000000 } from './postgres/1795734000000-events';
 
 type MigrationClass = new () => MigrationInterface;
 
@@ -27,6 +29,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     ListCountsSqlite1763990000000,
     LoginFailureAddressSqlite1764000000010,
     DeployLeasesSqlite1764072000000,
+    EventsSqlite1795734000000,
   ],
   postgres: [
     InitialSchemaPostgres1763712000000,
@@ -35,6 +38,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     ListCountsPostgres1763990000000,
     LoginFailureAddressPostgres1764000000010,
     DeployLeasesPostgres1764072000000,
+    EventsPostgres1795734000000,
   ],
 };
 

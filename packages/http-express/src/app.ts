@@ -16,6 +16,7 @@ import { appRoutes } from './routes/apps';
 import { metricsRoutes, type MetricsEndpoint } from './routes/metrics';
 import { probeRoutes } from './routes/probes';
 import { releaseRoutes } from './routes/releases';
+import { eventRoutes } from './routes/events';
 import { resourceRoutes } from './routes/resources';
 
 /** What the HTTP edge needs from the application that embeds it. */
@@ -58,6 +59,7 @@ function apiRoutes(context: RouteContext): Route[] {
     ...appRoutes(context),
     ...releaseRoutes(context),
     ...resourceRoutes(context),
+    ...eventRoutes(context),
   ];
 }
 

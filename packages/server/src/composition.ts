@@ -29,6 +29,7 @@ import { AppRouter, RouterCluster, type AppRouterOptions, type LogLevel, type Re
 import type { ControllerMetrics } from '@svc/metrics-prometheus';
 import type { DockerSettings, ImageBuildSettings, SchedulerKind, SwarmSettings } from './config';
 import { DrainingScheduler, LeavingContainers, PlatformRouteTable, StoredCertificates } from './routing';
+import type { EventPorts } from './events';
 
 /** Any use case class: constructed from the core's dependencies. */
 type UseCaseClass = new (deps: CoreDependencies) => object;
@@ -92,6 +93,8 @@ export interface CompositionOptions {
   metrics?: { collector: ControllerMetrics; token: string | null } | null;
   /** How the router runs; absent: in-process with its defaults. */
   router?: RouterSetup;
+  /** The journal signal, idempotency store and webhook sender and signer; absent: events cannot be followed, keys are ignored, deliveries wait. */
+  events?: EventPorts | null;
 }
 
 /** How the router runs: in worker processes or on the controller's event loop, its limits and pools. */
@@ -295,7 +298,7 @@ const imagesModule = (builds: ImageBuildSettings | null, registryLogin: Registry
     );
   });
 
-const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined) =>
+const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined, events: EventPorts | null) =>
   new ContainerModule(({ bind }) => {
     bind<Settings>(TOKENS.Settings).toConstantValue(settings);
     bind<CoreDependencies>(TOKENS.CoreDependencies).toDynamicValue((ctx) => ({
@@ -313,6 +316,8 @@ const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined) 
       settings: ctx.get(TOKENS.Settings),
       images: ctx.get<ImageBuilder | null>(TOKENS.ImageBuilder),
       deployObserver: metrics,
+      ...(events ?? {}),
+      deliveryObserver: metrics,
     }));
     // Each use case class is its own binding, built by a factory: the core needs no decorators.
     const classes = Object.entries(USE_CASES) as [string, UseCaseClass][];
@@ -420,7 +425,7 @@ export function compose(options: CompositionOptions): {
     schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes, options.docker, options.swarm, options.registryLogin ?? null),
     // The process scheduler runs checkouts: pushed commits are built into images for the others.
     imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null), options.registryLogin ?? null),
-    coreModule(options.settings, options.metrics?.collector),
+    coreModule(options.settings, options.metrics?.collector, options.events ?? null),
     httpModule(options),
     gitModule(options.git ?? null, options.logger),
     routerModule(options),

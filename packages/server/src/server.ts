@@ -12,6 +12,7 @@ import { createEngine, pingEngine, type DockerScheduler, type SwarmScheduler } f
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
 import { ControllerMetrics, createRouterMetrics } from '@svc/metrics-prometheus';
 import { compose, type GitSetup, type PlatformRouter } from './composition';
+import { eventPorts, startEventWorkers } from './events';
 import type { PlatformRouteTable } from './routing';
 import { UNSAFE_SWITCH, type SchedulerKind, type ServerConfig } from './config';
 
@@ -251,8 +252,10 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
       })
     : null;
   const routerMetrics = metrics === null ? null : createRouterMetrics(metrics.registry);
+  const events = eventPorts(database, config.events);
   const { app, scheduler, processScheduler, dockerScheduler, swarmScheduler, useCases, gitServer, router, routeTable } = compose({
     database,
+    events,
     secretKey,
     logDirectory: join(dataDir, 'logs'),
     logStore: shared ? database.createLogStore() : undefined,
@@ -341,6 +344,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   // process can clean up once it expires: look for such leases once per lease period.
   const sweep = shared ? setInterval(() => void sweepDeploys(useCases, logger), config.settings.deployLeaseSeconds * 1000) : null;
   sweep?.unref();
+  const eventWorkers = startEventWorkers(useCases, config.events.webhookPollMs, logger);
   const engineScheduler = dockerScheduler ?? swarmScheduler;
   if (engineScheduler !== null) {
     // Containers still running from the previous controller process are adopted as they are
@@ -429,6 +433,8 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     closing ??= (async () => {
       shutdown.abort();
       if (sweep !== null) clearInterval(sweep);
+      events.journalSignal.close();
+      await eventWorkers.stop();
       // The apps stop first (requests to them in flight finish as they handle SIGTERM): the
       // controller's ports are given up only once no app is left that could take one.
       await stopProcesses();

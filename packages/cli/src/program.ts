@@ -3,6 +3,7 @@ import { registrar } from './command';
 import { registerApps } from './commands/apps';
 import { registerAuth } from './commands/auth';
 import { registerConfig } from './commands/config';
+import { registerEvents } from './commands/events';
 import { registerProcesses } from './commands/ps';
 import { registerReleases } from './commands/releases';
 import { registerResources } from './commands/resources';
@@ -38,6 +39,7 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv, result: { exitCode:
   registerReleases(r);
   registerProcesses(r);
   registerResources(r);
+  registerEvents(r);
   return program;
 }
 

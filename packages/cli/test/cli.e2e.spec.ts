@@ -24,6 +24,7 @@ const COMMANDS = [
   'ps', 'ps:scale', 'ps:restart', 'logs', 'run',
   'domains', 'domains:add', 'domains:remove', 'certs', 'certs:info', 'certs:add', 'certs:remove',
   'keys', 'keys:add', 'keys:remove', 'perms', 'perms:create', 'perms:delete', 'users',
+  'events', 'webhooks', 'webhooks:add', 'webhooks:info', 'webhooks:remove', 'webhooks:deliveries',
 ];
 
 /** A tiny web app, as a developer would push it. */

@@ -120,6 +120,27 @@ describe('the audit journal', () => {
   });
 });
 
+describe('event followers', () => {
+  it('have the limits of log followers: per user and per process, given back on unsubscribe', async () => {
+    const world = new World({ logFollowersPerUser: 1, logFollowersTotal: 2 });
+    const useCases = createUseCases({ ...world.deps, journalSignal: { subscribe: () => () => undefined } });
+    const alice = await world.actor('alice');
+    const bob = await world.actor('bob');
+    const carol = await world.actor('carol');
+    await world.app(alice, 'a');
+    await world.app(bob, 'b');
+    await world.app(carol, 'c');
+    const first = await useCases.followEvents.execute(alice, 'a', null, () => undefined);
+    expect((await rejectionOf(useCases.followEvents.execute(alice, 'a', null, () => undefined))).code).toBe('EVENTS.TOO_MANY_FOLLOWERS');
+    await useCases.followEvents.execute(bob, 'b', null, () => undefined);
+    expect((await rejectionOf(useCases.followEvents.execute(carol, 'c', null, () => undefined))).kind).toBe('unavailable');
+    first.unsubscribe();
+    first.unsubscribe();
+    await expect(useCases.followEvents.execute(carol, 'c', null, () => undefined)).resolves.toBeDefined();
+    expect((await rejectionOf(useCases.followEvents.execute(bob, 'a', null, () => undefined))).kind).toBe('hidden');
+  });
+});
+
 describe('webhooks', () => {
   it('queues signed deliveries of subscribed resources with the change, and retries until the receiver answers 2xx', async () => {
     const { world, sender, useCases } = eventWorld();

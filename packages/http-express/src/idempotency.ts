@@ -11,7 +11,9 @@ const PER_REQUEST_HEADERS = new Set(['x-request-id', 'date', 'connection', 'keep
 
 /** What makes two requests with one key the same request: method, path and body. */
 export function requestFingerprint(req: Request, body: unknown): string {
-  return createHash('sha256').update(`${req.method} ${req.baseUrl}${req.path}\n${JSON.stringify(body ?? {})}`).digest('hex');
+  // `/config` and `/config/` are one endpoint: a retry may spell it either way.
+  const path = `${req.baseUrl}${req.path}`.replace(/\/+$/, '');
+  return createHash('sha256').update(`${req.method} ${path}\n${JSON.stringify(body ?? {})}`).digest('hex');
 }
 
 /** The stored answer sent again, marked as a replay. */

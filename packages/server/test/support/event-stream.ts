@@ -41,8 +41,10 @@ export function readEvents(url: string, token: string, count: number, lastEventI
           if (fields.data === undefined) continue;
           frames.push({ id: fields.id as string, event: fields.event as string, data: JSON.parse(fields.data as string) as EventJson });
           if (frames.length === count) {
+            // Frames after the count that came in the same chunk are the reader's to drop.
             req.destroy();
             resolve(frames);
+            return;
           }
         }
       });

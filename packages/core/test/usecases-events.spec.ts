@@ -179,6 +179,9 @@ describe('webhooks', () => {
     }
     const [delivery] = (await useCases.listDeliveries.execute(alice, 'myapp', webhook.uuid, PAGE)).items;
     expect(delivery).toMatchObject({ status: 'failed', lastError: 'refused', nextAttempt: null });
+    world.clock.advanceSeconds(world.settings.eventRetentionDays * 86_400);
+    expect(await useCases.pruneJournal.execute()).toEqual({ events: 4, deliveries: 1, idempotent: 0 });
+    expect(world.uow.snapshot().deliveries).toEqual([]);
   });
 });
 

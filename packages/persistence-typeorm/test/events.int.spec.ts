@@ -114,6 +114,11 @@ function describeJournal(name: string, open: () => Promise<{ db: Database; anoth
       const recorded = { ...delivery, status: 'delivered' as const, attempts: 1, nextAttempt: null, lastCode: 204, lastAttempt: now };
       await repos.deliveries.record(recorded);
       expect((await repos.deliveries.listForWebhook(hook.uuid, ALL)).items).toEqual([recorded]);
+      expect(await repos.deliveries.prune(new Date(T0))).toBe(0);
+      expect(await repos.deliveries.prune(new Date(T0 + 1))).toBe(1);
+      await repos.deliveries.create({ ...delivery, uuid: uuid() });
+      // Pending deliveries are never pruned: they are still to be made.
+      expect(await repos.deliveries.prune(new Date(T0 + 1))).toBe(0);
       await repos.webhooks.deleteForApp('web');
       expect(await repos.webhooks.findByUuid(hook.uuid)).toBeNull();
       expect((await repos.deliveries.listForWebhook(hook.uuid, ALL)).count).toBe(0);

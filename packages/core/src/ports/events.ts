@@ -46,6 +46,8 @@ export interface DeliveryRepository {
   claim(uuid: string, now: Date, until: Date): Promise<boolean>;
   /** Records an attempt's outcome and releases the claim. */
   record(delivery: WebhookDelivery): Promise<void>;
+  /** Deletes delivered and failed deliveries created before `before` (retention); how many. */
+  prune(before: Date): Promise<number>;
 }
 
 /** Requests made with an `Idempotency-Key`, shared by every controller process. */

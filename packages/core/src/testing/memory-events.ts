@@ -145,6 +145,13 @@ export class MemoryDeliveries implements DeliveryRepository {
     if (!tables.deliveries.has(delivery.uuid)) return;
     tables.deliveries.set(delivery.uuid, strip(delivery));
   }
+
+  async prune(before: Date): Promise<number> {
+    const tables = this.c.write();
+    const old = tables.deliveries.filter((d) => d.status !== 'pending' && d.created.getTime() < before.getTime());
+    for (const d of old) tables.deliveries.remove(d.uuid);
+    return old.length;
+  }
 }
 
 function isDue(d: Claimed, now: number): boolean {

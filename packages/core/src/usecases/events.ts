@@ -138,16 +138,19 @@ export class FollowEvents {
   }
 }
 
-/** Deletes events past `eventRetentionDays`; the server runs it periodically. */
+/** Deletes events, finished webhook deliveries and idempotent answers past their retention; the server runs it periodically. */
 export class PruneJournal {
   constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'settings' | 'idempotency'>) {}
 
   /** How many events (and stored idempotent answers) were deleted. */
-  async execute(): Promise<{ events: number; idempotent: number }> {
+  async execute(): Promise<{ events: number; deliveries: number; idempotent: number }> {
     const now = this.deps.clock.now().getTime();
-    const events = await this.deps.uow.repositories.events.prune(new Date(now - this.deps.settings.eventRetentionDays * 86_400_000));
+    const horizon = new Date(now - this.deps.settings.eventRetentionDays * 86_400_000);
+    const events = await this.deps.uow.repositories.events.prune(horizon);
+    // A delivery record is kept as long as the event it delivered.
+    const deliveries = await this.deps.uow.repositories.deliveries.prune(horizon);
     const store = this.deps.idempotency;
     const idempotent = store ? await store.prune(new Date(now - this.deps.settings.idempotencyRetentionHours * 3_600_000)) : 0;
-    return { events, idempotent };
+    return { events, deliveries, idempotent };
   }
 }

@@ -126,6 +126,8 @@ const RECORD = statement(
     '"last_error" = ?, "claimed_until" = NULL WHERE "uuid" = ?',
 );
 
+const PRUNE_DELIVERIES = statement(`DELETE FROM "webhook_deliveries" WHERE "status" <> 'pending' AND "created" < ? RETURNING "seq"`);
+
 function deliveryOf(raw: RawRow): WebhookDelivery {
   return {
     uuid: String(raw.uuid),
@@ -178,5 +180,9 @@ export class TypeOrmDeliveryRepository implements DeliveryRepository {
     await write(this.session, RECORD, [
       d.status, d.attempts, writeOptionalInstant(dialect, d.nextAttempt), d.lastCode, writeOptionalInstant(dialect, d.lastAttempt), d.lastError, d.uuid,
     ]);
+  }
+
+  async prune(before: Date): Promise<number> {
+    return (await write(this.session, PRUNE_DELIVERIES, [writeInstant(this.session.dialect, before)])).length;
   }
 }

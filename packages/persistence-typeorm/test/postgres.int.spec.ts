@@ -30,6 +30,10 @@ const TABLES = [
   'app_totals',
   'app_list_counts',
   'deploys',
+  'events',
+  'webhooks',
+  'webhook_deliveries',
+  'idempotency_keys',
 ];
 
 async function seedUserAndApps(repos: Repositories, ...ids: string[]): Promise<App[]> {
@@ -190,6 +194,15 @@ if (baseUrl === undefined || baseUrl === '') {
             'ix_permissions_username_app',
             'ix_tokens_username',
             'ix_users_is_superuser_id',
+            'ix_events_actor',
+            'ix_events_app',
+            'ix_events_created',
+            'ix_idempotency_keys_created',
+            'ix_webhook_deliveries_due',
+            'ix_webhook_deliveries_webhook',
+            'ix_webhooks_app',
+            'uq_events_uuid',
+            'uq_webhook_deliveries_uuid',
             'uq_apps_id',
             'uq_certificates_common_name',
             'uq_domains_domain',
@@ -237,6 +250,7 @@ if (baseUrl === undefined || baseUrl === '') {
         expect(recorded.rows).toEqual([
           { name: 'BuildWorkdir1763884800000' },
           { name: 'DeployLeases1764072000000' },
+          { name: 'Events1795734000000' },
           { name: 'InitialSchema1763712000000' },
           { name: 'ListCounts1763990000000' },
           { name: 'LoginFailureAddress1764000000010' },
@@ -250,7 +264,7 @@ if (baseUrl === undefined || baseUrl === '') {
 
         await Promise.all([first.migrate(), second.migrate(), db.migrate()]);
 
-        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(6);
+        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(7);
       });
 
       it('ListCounts counts the rows already there when applied, and again after a TRUNCATE', async () => {

@@ -153,6 +153,30 @@ function describeJournal(name: string, open: () => Promise<{ db: Database; anoth
         signal.close();
       }
     });
+
+    (name === 'PostgreSQL' ? it : it.skip)('hears of a commit at once through LISTEN/NOTIFY, without waiting for a poll', async () => {
+      const other = await another();
+      const signal = db.createJournalSignal({ pollIntervalMs: 60_000 });
+      let heard = 0;
+      const stop = signal.subscribe(() => (heard += 1));
+      try {
+        // The first notification says the LISTEN connection is up.
+        await waitFor(() => heard > 0);
+        const before = heard;
+        const started = Date.now();
+        await other.uow.transaction(async (tx) => {
+          await tx.events.append(event({ summary: 'notified' }));
+          // Nothing is heard before the transaction commits.
+          await new Promise((r) => setTimeout(r, 300));
+          expect(heard).toBe(before);
+        });
+        await waitFor(() => heard > before, 3000);
+        expect(Date.now() - started).toBeLessThan(3000);
+      } finally {
+        stop();
+        signal.close();
+      }
+    });
   });
 }
 

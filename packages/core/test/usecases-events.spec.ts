@@ -4,7 +4,7 @@ import {
   etagListMatches,
   parseEventQuery,
   parseWebhookRequest,
-  retryDelaySeconds,
+  deliveryRetryDelaySeconds,
   type DeliveryAttempt,
   type IdempotencyStore,
   type IdempotentRequest,
@@ -226,7 +226,7 @@ describe('event rules', () => {
     expect(() => parseWebhookRequest({ url: 'https://u:p@x.example/', events: ['config'] })).toThrow();
     expect(() => parseWebhookRequest({ url: 'https://x.example/', events: [] })).toThrow();
     expect(() => parseWebhookRequest({ url: 'https://x.example/', events: ['config'], secret: 'short' })).toThrow();
-    expect([1, 2, 3, 20].map((n) => retryDelaySeconds(n, 10))).toEqual([10, 20, 40, 3600]);
+    expect([1, 2, 3, 20].map((n) => deliveryRetryDelaySeconds(n, 10))).toEqual([10, 20, 40, 3600]);
     expect(etagListMatches('W/"a", "b"', '"a"')).toBe(true);
     expect(etagListMatches('*', '"a"')).toBe(true);
     expect(etagListMatches('"b"', '"a"')).toBe(false);

@@ -121,7 +121,7 @@ export function parseWebhookRequest(body: unknown): WebhookRequest {
  * The pause before attempt `attempts + 1` of a delivery that failed `attempts` times:
  * `base` seconds doubling with each failure, at most an hour.
  */
-export function retryDelaySeconds(attempts: number, baseSeconds: number): number {
+export function deliveryRetryDelaySeconds(attempts: number, baseSeconds: number): number {
   return Math.min(3600, baseSeconds * 2 ** Math.max(0, Math.min(attempts - 1, 20)));
 }
 

@@ -1,7 +1,7 @@
 import { NotFound, QuotaExceeded, Unavailable } from '../errors';
 import type { Webhook, WebhookDelivery } from '../model/events';
 import { assertPageExists, sliceOf, type Page, type PageRequest } from '../model/pagination';
-import { parseWebhookRequest, retryDelaySeconds } from '../rules/events';
+import { parseWebhookRequest, deliveryRetryDelaySeconds } from '../rules/events';
 import { loadVisibleApp, type Actor, type CoreDependencies } from './context';
 import { journal } from './journal';
 
@@ -156,7 +156,7 @@ export class DeliverWebhooks {
       this.deps.deliveryObserver?.attempted('delivered');
       return { ...base, status: 'delivered', nextAttempt: null, lastError: '' };
     }
-    const next = new Date(now.getTime() + retryDelaySeconds(attempts, this.deps.settings.webhookRetryBaseSeconds) * 1000);
+    const next = new Date(now.getTime() + deliveryRetryDelaySeconds(attempts, this.deps.settings.webhookRetryBaseSeconds) * 1000);
     const giveUpAt = delivery.created.getTime() + this.deps.settings.webhookRetryHours * 3_600_000;
     const reason = error || `the receiver answered ${status ?? 'nothing'}`;
     if (next.getTime() > giveUpAt) {

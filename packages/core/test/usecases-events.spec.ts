@@ -187,7 +187,7 @@ describe('webhooks', () => {
 
 describe('idempotency keys', () => {
   it('runs the first, replays a finished one, refuses another request or a running one', async () => {
-    const { useCases } = eventWorld();
+    const { world, useCases } = eventWorld();
     expect(await useCases.startIdempotentRequest.execute('alice', 'k', 'f1')).toEqual({ kind: 'first' });
     expect((await rejectionOf(useCases.startIdempotentRequest.execute('alice', 'k', 'f1'))).code).toBe('IDEMPOTENCY.IN_PROGRESS');
     await useCases.finishIdempotentRequest.execute('alice', 'k', { status: 201, headers: {}, body: '{}' });
@@ -197,6 +197,12 @@ describe('idempotency keys', () => {
     await useCases.finishIdempotentRequest.execute('bob', 'k', { status: 503, headers: {}, body: '' });
     expect(await useCases.startIdempotentRequest.execute('bob', 'k', 'f2')).toEqual({ kind: 'first' });
     expect((await rejectionOf(useCases.startIdempotentRequest.execute('bob', 'x'.repeat(256), 'f'))).code).toBe('REQUEST.INVALID');
+    // A first request whose process died is given up once no request could still be running.
+    expect(await useCases.startIdempotentRequest.execute('carol', 'k', 'f')).toEqual({ kind: 'first' });
+    world.clock.advanceSeconds(world.settings.runTimeoutSeconds + 299);
+    expect((await rejectionOf(useCases.startIdempotentRequest.execute('carol', 'k', 'f'))).code).toBe('IDEMPOTENCY.IN_PROGRESS');
+    world.clock.advanceSeconds(1);
+    expect(await useCases.startIdempotentRequest.execute('carol', 'k', 'f')).toEqual({ kind: 'first' });
   });
 });
 

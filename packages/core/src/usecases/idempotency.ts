@@ -28,6 +28,11 @@ export function checkIdempotencyKey(key: string): string {
 export class StartIdempotentRequest {
   constructor(private readonly deps: Pick<CoreDependencies, 'idempotency' | 'clock' | 'settings'>) {}
 
+  /** How long a first request may still be running: the longest a request may take (a one-off run) and five minutes more. */
+  private abandonedAfterMs(): number {
+    return (this.deps.settings.runTimeoutSeconds + 300) * 1000;
+  }
+
   /**
    * Null when this controller keeps no idempotent requests (the key is then ignored).
    * @throws ValidationFailed (a bad key), IdempotencyKeyReused (422), Conflict IDEMPOTENCY.IN_PROGRESS (409).
@@ -47,6 +52,11 @@ export class StartIdempotentRequest {
         continue;
       }
       if (existing.fingerprint !== fingerprint) throw new IdempotencyKeyReused();
+      if (existing.response === null && existing.created.getTime() + this.abandonedAfterMs() <= now.getTime()) {
+        // Running for longer than any request may: its process died with it, and it changed nothing it could answer for.
+        await store.forget(username, key);
+        continue;
+      }
       if (existing.response === null) {
         throw new Conflict('IDEMPOTENCY.IN_PROGRESS', 'A request with this Idempotency-Key is still being processed; retry later.');
       }

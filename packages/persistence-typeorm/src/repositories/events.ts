@@ -13,8 +13,8 @@ const EVENT_COLUMNS = '"uuid", "created", "actor", "action", "app", "target", "s
  * one. The NOTIFY is delivered when (and only if) the transaction commits. SQLite runs one
  * writing transaction at a time already.
  */
-const JOURNAL_LOCK = statement('SELECT 1', 'SELECT pg_advisory_xact_lock(7348201)');
-const NOTIFY = statement('SELECT 1', "SELECT pg_notify('svc_events', '')");
+const JOURNAL_LOCK = statement('SELECT pg_advisory_xact_lock(7348201)');
+const NOTIFY = statement("SELECT pg_notify('svc_events', '')");
 const APPEND = statement(`INSERT INTO "events" (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
 const SEQ_OF = statement('SELECT "seq" FROM "events" WHERE "uuid" = ?', 'SELECT "seq" FROM "events" WHERE "uuid" = ?');
 const NEWEST = statement('SELECT "uuid", "seq" FROM "events" WHERE "app" = ? ORDER BY "seq" DESC LIMIT 1');
@@ -79,12 +79,13 @@ export class TypeOrmEventRepository implements EventRepository {
     const { dialect } = this.session;
     await this.session.write(async (manager) => {
       const sql = new ManagerRunner(dialect, manager);
-      await sql.rows(JOURNAL_LOCK, []);
+      const postgres = dialect === 'postgres';
+      if (postgres) await sql.rows(JOURNAL_LOCK, []);
       await sql.run(APPEND, [
         event.uuid, writeInstant(dialect, event.created), event.actor, event.action, event.app,
         event.target, event.summary, event.requestId, event.address,
       ]);
-      await sql.rows(NOTIFY, []);
+      if (postgres) await sql.rows(NOTIFY, []);
     });
   }
 

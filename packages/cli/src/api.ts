@@ -18,6 +18,8 @@ export interface RequestOptions {
   query?: Record<string, string>;
   /** Send no Authorization header even when a token is known (register, login). */
   anonymous?: boolean;
+  /** Extra request headers (e.g. `Last-Event-ID`). */
+  headers?: Record<string, string>;
 }
 
 /** A response body as text and, when it is JSON, parsed. */
@@ -50,7 +52,7 @@ export class ApiClient {
     };
     if (options.body !== undefined) headers['Content-Type'] = 'application/json';
     if (!options.anonymous && this.token !== undefined) headers.Authorization = `token ${this.token}`;
-    return headers;
+    return { ...headers, ...(options.headers ?? {}) };
   }
 
   /** Sends a request and answers the raw response (any status); only transport failures throw. */

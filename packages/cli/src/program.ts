@@ -3,6 +3,7 @@ import { registrar } from './command';
 import { registerApps } from './commands/apps';
 import { registerAuth } from './commands/auth';
 import { registerConfig } from './commands/config';
+import { registerEvents } from './commands/events';
 import { registerProcesses } from './commands/ps';
 import { registerReleases } from './commands/releases';
 import { registerResources } from './commands/resources';
@@ -40,6 +41,7 @@ export function buildProgram(io: Io, env: NodeJS.ProcessEnv, result: { exitCode:
   registerProcesses(r);
   registerResources(r);
   registerTls(r);
+  registerEvents(r);
   return program;
 }
 

@@ -25,6 +25,7 @@ const COMMANDS = [
   'domains', 'domains:add', 'domains:remove', 'certs', 'certs:info', 'certs:add', 'certs:remove',
   'keys', 'keys:add', 'keys:remove', 'perms', 'perms:create', 'perms:delete', 'users',
   'tls', 'tls:redirect',
+  'events', 'webhooks', 'webhooks:add', 'webhooks:info', 'webhooks:remove', 'webhooks:deliveries',
 ];
 
 /** A tiny web app, as a developer would push it. */

@@ -10,6 +10,8 @@ export type ErrorKind =
   | 'not_found'
   | 'conflict'
   | 'throttled'
+  | 'precondition_failed'
+  | 'unprocessable'
   | 'unavailable';
 
 /** Field name to messages, as returned for validation failures. */
@@ -172,5 +174,24 @@ export class ReleaseVersionTaken extends DomainError {
   readonly kind = 'conflict' as const;
   constructor(app: string, version: number) {
     super(`Release v${version} of ${app} was created concurrently`);
+  }
+}
+
+/** A conditional write (`If-Match`) named a version that is no longer the current one. */
+export class PreconditionFailed extends DomainError {
+  readonly code = 'REQUEST.PRECONDITION_FAILED';
+  readonly kind = 'precondition_failed' as const;
+  /** The current entity tag, for the answer's `ETag`. */
+  constructor(readonly etag: string) {
+    super('The resource has changed since the version named in If-Match.');
+  }
+}
+
+/** An `Idempotency-Key` used again for a different request. */
+export class IdempotencyKeyReused extends DomainError {
+  readonly code = 'IDEMPOTENCY.KEY_REUSED';
+  readonly kind = 'unprocessable' as const;
+  constructor() {
+    super('This Idempotency-Key was used for a different request; use a new key.');
   }
 }

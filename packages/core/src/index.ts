@@ -1,5 +1,6 @@
 export * from './errors';
 export * from './model/entities';
+export * from './model/events';
 export * from './model/log-escape';
 export * from './model/log-subscribers';
 export * from './model/log-writer';
@@ -11,6 +12,9 @@ export * from './ports/services';
 export * from './ports/builds';
 export * from './ports/observers';
 export * from './ports/acme';
+export * from './ports/events';
+export * from './rules/events';
+export * from './rules/etags';
 export * from './version/policy';
 export * from './rules/acme';
 export * from './rules/apps';

@@ -17,6 +17,7 @@ import { appRoutes } from './routes/apps';
 import { metricsRoutes, type MetricsEndpoint } from './routes/metrics';
 import { probeRoutes } from './routes/probes';
 import { releaseRoutes } from './routes/releases';
+import { eventRoutes } from './routes/events';
 import { resourceRoutes } from './routes/resources';
 
 /** What the HTTP edge needs from the application that embeds it. */
@@ -61,6 +62,7 @@ function apiRoutes(context: RouteContext): Route[] {
     ...appRoutes(context),
     ...releaseRoutes(context),
     ...resourceRoutes(context),
+    ...eventRoutes(context),
   ];
 }
 

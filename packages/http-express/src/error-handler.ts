@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, NextFunction, Request, Response } from 'express';
-import { DomainError, Throttled, policyFor, type ApiVersion, type ErrorKind, type VersionPolicy } from '@svc/core';
+import { DomainError, PreconditionFailed, Throttled, policyFor, type ApiVersion, type ErrorKind, type VersionPolicy } from '@svc/core';
 import { applyVersionHeaders } from './headers';
 import { HttpError } from './http-error';
 import type { HttpLogger } from './logger';
@@ -20,6 +20,8 @@ const KIND_STATUS: Record<Exclude<ErrorKind, 'hidden'>, number> = {
   not_found: 404,
   conflict: 409,
   throttled: 429,
+  precondition_failed: 412,
+  unprocessable: 422,
   unavailable: 503,
 };
 
@@ -43,6 +45,7 @@ function domainAnswer(error: DomainError, policy: VersionPolicy): Answer {
     const seconds = (error as Partial<Throttled>).retryAfterSeconds;
     if (typeof seconds === 'number' && Number.isFinite(seconds)) headers['Retry-After'] = String(Math.max(0, Math.ceil(seconds)));
   }
+  if (error instanceof PreconditionFailed) headers.ETag = error.etag;
   const bare = policy.errorBody === 'bare-string' && (status === 400 || status === 503);
   return { status, body: bare ? error.message : detail(error.message), headers };
 }

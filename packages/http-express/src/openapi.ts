@@ -1,4 +1,5 @@
 import { API_VERSIONS, LATEST_API_VERSION, policyFor, type ApiVersion, type VersionedFeature } from '@svc/core';
+import { EVENT_OPERATIONS, EVENT_SCHEMAS, EXTENSIONS_DESCRIPTION } from './openapi-events';
 import type { Route } from './routing';
 
 /*
@@ -13,7 +14,7 @@ import type { Route } from './routing';
 /** The parts of a route the document needs. */
 export type RouteShape = Pick<Route, 'method' | 'path' | 'auth' | 'feature'>;
 
-type Schema = Record<string, unknown>;
+export type Schema = Record<string, unknown>;
 
 const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
 const TIMESTAMP: Schema = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}UTC$', description: '`YYYY-MM-DDTHH:MM:SSUTC`' };
@@ -193,7 +194,7 @@ function pageOf(item: string): Schema {
   });
 }
 
-interface Operation {
+export interface Operation {
   summary: string;
   description?: string;
   /** The JSON request body schema, when the operation takes one. */
@@ -380,6 +381,7 @@ const OPERATIONS: Record<string, Operation> = {
   },
   'GET /v1/certs/:common_name': { summary: 'Show a certificate (1.2+)', status: 200, response: 'Certificate', tag: 'certificates' },
   'DELETE /v1/certs/:common_name': { summary: 'Remove a certificate (1.2+)', status: 204, response: null, tag: 'certificates' },
+  ...EVENT_OPERATIONS,
 };
 
 /** The first version that has a feature, read from the version policy. */
@@ -402,9 +404,11 @@ const ERROR_RESPONSES: Record<string, string> = {
   '404': 'Not found (from 1.1 also: an app the caller may not see); also an endpoint newer than the request\'s version',
   '405': 'Method not allowed (with `Allow`), or a client of another major version',
   '406': 'Unsupported API version',
-  '409': 'Conflict with the current state',
+  '409': 'Conflict with the current state (also: a request with the same `Idempotency-Key` still running)',
+  '412': '`If-Match` names a version that is no longer current (with the current `ETag`)',
   '413': 'Body over 1 MiB',
   '415': 'A body that is neither JSON nor form-encoded',
+  '422': 'An `Idempotency-Key` used before for another request',
   '429': 'Too many failed logins (`Retry-After`)',
   '503': 'The scheduler failed; nothing changed',
 };
@@ -447,6 +451,8 @@ export function openApiDocument(routes: readonly RouteShape[], platformVersion: 
             content:
               route.path.endsWith('/logs')
                 ? { 'text/plain': { schema: { type: 'string' } }, 'application/json': { schema: { type: 'string' } } }
+                : route.path.endsWith('/events') && route.path.startsWith('/v1/apps')
+                ? { 'application/json': { schema: typeof op.response === 'string' ? ref(op.response) : op.response }, 'text/event-stream': { schema: { type: 'string' } } }
                 : { 'application/json': { schema: typeof op.response === 'string' ? ref(op.response) : op.response } },
           };
     const errors = Object.fromEntries(
@@ -480,16 +486,16 @@ export function openApiDocument(routes: readonly RouteShape[], platformVersion: 
     info: {
       title: 'Platform controller API',
       version: platformVersion,
-      description: `REST API of the application platform controller, versions 1.0 to 1.7 at once. ${VERSION_HEADERS_DESCRIPTION} Every path also works with a trailing slash.`,
+      description: `REST API of the application platform controller, versions 1.0 to 1.7 at once. ${VERSION_HEADERS_DESCRIPTION} Every path also works with a trailing slash. ${EXTENSIONS_DESCRIPTION}`,
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     'x-svc-api-versions': [...API_VERSIONS],
     servers: [{ url: '/' }],
     security: [{ token: [] }],
-    tags: ['probes', 'accounts', 'apps', 'processes', 'releases', 'domains', 'keys', 'permissions', 'certificates'].map((name) => ({ name })),
+    tags: ['probes', 'accounts', 'apps', 'processes', 'releases', 'domains', 'keys', 'permissions', 'certificates', 'events'].map((name) => ({ name })),
     paths,
     components: {
-      schemas: SCHEMAS,
+      schemas: { ...SCHEMAS, ...EVENT_SCHEMAS },
       securitySchemes: {
         token: { type: 'apiKey', in: 'header', name: 'Authorization', description: '`Authorization: token <40 hex characters>` (scheme case-insensitive)' },
       },

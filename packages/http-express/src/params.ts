@@ -115,3 +115,10 @@ export function pathParams<T extends object>(shape: new () => T, req: Request): 
   // A fresh instance per request: callers never share one.
   return Object.assign(Object.create(shape.prototype) as T, outcome);
 }
+
+/** `/v1/apps/:id/webhooks/:uuid` */
+export class WebhookPath extends AppPath {
+  @IsString()
+  @Matches(/^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/)
+  uuid!: string;
+}

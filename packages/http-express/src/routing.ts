@@ -1,7 +1,8 @@
 import { Router, type NextFunction, type Request, type Response } from 'express';
-import type { Actor, ApiVersion, UseCases, VersionPolicy, VersionedFeature } from '@svc/core';
+import type { Actor, ApiVersion, RequestContext, UseCases, VersionPolicy, VersionedFeature } from '@svc/core';
 import { optionalActor, requireActor } from './auth';
 import { readBody } from './body';
+import { idempotently } from './idempotency';
 import { methodNotAllowed, routeNotFound } from './http-error';
 import type { HttpLogger } from './logger';
 import { stateOf } from './state';
@@ -83,15 +84,18 @@ function handlerFor(route: Route, useCases: UseCases) {
     // GET requests have none: no read, and no await to pay for one.
     switch (route.auth) {
       case 'required': {
-        const actor = await requireActor(req, useCases);
+        const actor = withRequest(await requireActor(req, useCases), req, res);
         const body = route.method === 'get' ? {} : await readBody(req, res);
-        await route.handle({ req, res, version, policy, actor, body });
+        const run = () => route.handle({ req, res, version, policy, actor, body });
+        await (route.method === 'post' ? idempotently(useCases, req, res, actor, body, run) : run());
         return;
       }
       case 'optional': {
-        const actor = await optionalActor(req, useCases);
+        const found = await optionalActor(req, useCases);
+        const actor = found === null ? null : withRequest(found, req, res);
         const body = route.method === 'get' ? {} : await readBody(req, res);
-        await route.handle({ req, res, version, policy, actor, body });
+        const run = () => route.handle({ req, res, version, policy, actor, body });
+        await (route.method === 'post' ? idempotently(useCases, req, res, actor, body, run) : run());
         return;
       }
       case 'none': {
@@ -100,6 +104,20 @@ function handlerFor(route: Route, useCases: UseCases) {
       }
     }
   };
+}
+
+/** What the core learns of the request its actor makes: id, client address and `If-Match`. */
+export function requestContextOf(req: Request, res: Response): RequestContext {
+  const ifMatch = req.headers['if-match'];
+  return {
+    id: stateOf(res).requestId,
+    address: req.ip ?? req.socket.remoteAddress ?? '',
+    ...(typeof ifMatch === 'string' ? { ifMatch } : {}),
+  };
+}
+
+function withRequest(actor: Actor, req: Request, res: Response): Actor {
+  return { ...actor, request: requestContextOf(req, res) };
 }
 
 const METHOD_ORDER = ['GET', 'POST', 'DELETE'];

@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { CONTAINER_STATES, type DeployObserver, type DeployOutcome } from '@svc/core';
+import { CONTAINER_STATES, type DeliveryObserver, type DeployObserver, type DeployOutcome } from '@svc/core';
 
 /** One answered API request, as the HTTP edge reports it. */
 export interface RequestSample {
@@ -49,13 +49,14 @@ const DEPLOY_OUTCOMES: readonly DeployOutcome[] = ['succeeded', 'rejected', 'fai
  * as in tests, do not mix): API requests by route and status, deploys by outcome, containers
  * by state, the database pool and the Node.js process. Also the core's DeployObserver.
  */
-export class ControllerMetrics implements DeployObserver {
+export class ControllerMetrics implements DeployObserver, DeliveryObserver {
   readonly registry = new Registry();
   private readonly requests: Counter<'method' | 'route' | 'status'>;
   private readonly requestDuration: Histogram<'method' | 'route' | 'status'>;
   private readonly deploys: Counter<'outcome'>;
   private readonly deployDuration: Histogram<'outcome'>;
   private readonly deploysInProgress: Gauge;
+  private readonly deliveries: Counter<'outcome'>;
 
   constructor(options: ControllerMetricsOptions = {}) {
     const registers = [this.registry];
@@ -72,6 +73,13 @@ export class ControllerMetrics implements DeployObserver {
       buckets: REQUEST_BUCKETS,
       registers,
     });
+    this.deliveries = new Counter({
+      name: 'svc_webhook_deliveries_total',
+      help: 'Webhook delivery attempts, by outcome: delivered, retrying (failed, to be tried again) or failed (given up).',
+      labelNames: ['outcome'],
+      registers,
+    });
+    for (const outcome of ['delivered', 'retrying', 'failed']) this.deliveries.inc({ outcome }, 0);
     this.deploys = new Counter({
       name: 'svc_deploys_total',
       help: 'Deploys (config changes, builds, pushes, rollbacks) that ended, by outcome: succeeded, rejected (refused request) or failed (scheduler, database or unexpected error).',
@@ -151,6 +159,11 @@ export class ControllerMetrics implements DeployObserver {
       stop({ outcome });
       this.deploys.inc({ outcome });
     };
+  }
+
+  /** The core's DeliveryObserver: counts one webhook delivery attempt by its outcome. */
+  attempted(outcome: 'delivered' | 'retrying' | 'failed'): void {
+    this.deliveries.inc({ outcome });
   }
 
   /** The content type of `render()`'s text. */

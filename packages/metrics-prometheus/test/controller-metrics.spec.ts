@@ -45,6 +45,19 @@ describe('ControllerMetrics', () => {
     expect(family(families, 'svc_deploys_total').metrics.every((m) => m.labels?.app === undefined)).toBe(true);
   });
 
+  it('counts webhook delivery attempts by outcome, every outcome at zero before the first', async () => {
+    const metrics = new ControllerMetrics({ processMetrics: false });
+    expect(value(await scrape(metrics), 'svc_webhook_deliveries_total', { outcome: 'failed' })).toBe(0);
+    metrics.attempted('retrying');
+    metrics.attempted('retrying');
+    metrics.attempted('delivered');
+    const families = await scrape(metrics);
+    expect(family(families, 'svc_webhook_deliveries_total').type).toBe('COUNTER');
+    expect(value(families, 'svc_webhook_deliveries_total', { outcome: 'retrying' })).toBe(2);
+    expect(value(families, 'svc_webhook_deliveries_total', { outcome: 'delivered' })).toBe(1);
+    expect(value(families, 'svc_webhook_deliveries_total', { outcome: 'failed' })).toBe(0);
+  });
+
   it('reads containers by state and the pool at each scrape', async () => {
     let counts: Record<string, number> = { up: 3, crashed: 1 };
     let pool: PoolStats = { max: 10, open: 4, idle: 3, waiting: 0 };

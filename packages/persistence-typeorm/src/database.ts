@@ -1,5 +1,7 @@
 import { join } from 'node:path';
-import type { LogStore, TlsStore, UnitOfWork } from '@svc/core';
+import type { IdempotencyStore, LogStore, TlsStore, UnitOfWork } from '@svc/core';
+import { TypeOrmIdempotencyStore } from './idempotency-store';
+import { DatabaseJournalSignal, type JournalSignalOptions } from './journal-signal';
 import type { Dialect } from './dialect';
 import { PostgresEngine, SqliteEngine, type ManagedEngine, type PoolStats } from './engines';
 import { TypeOrmLogStore, type TypeOrmLogStoreOptions } from './log-store';
@@ -41,6 +43,10 @@ export interface Database {
   ping(): Promise<boolean>;
   /** The TLS state of automatic HTTPS in this database, shared by every process that uses it. */
   createTlsStore(): TlsStore;
+  /** Requests made with an Idempotency-Key, shared by every process that uses this database. */
+  createIdempotencyStore(): IdempotencyStore;
+  /** Tells followers of the audit journal when any process that uses this database appended to it. */
+  createJournalSignal(options?: Partial<JournalSignalOptions>): DatabaseJournalSignal;
   /** A LogStore in this database, shared by every process that uses it. */
   createLogStore(options?: TypeOrmLogStoreOptions): LogStore;
   /**
@@ -140,6 +146,17 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     },
     createTlsStore() {
       return new TypeOrmTlsStore(session);
+    },
+    createIdempotencyStore() {
+      return new TypeOrmIdempotencyStore(session);
+    },
+    createJournalSignal(signalOptions = {}) {
+      const postgres = engine.dialect === 'postgres';
+      return new DatabaseJournalSignal(session, {
+        pollIntervalMs: signalOptions.pollIntervalMs ?? (postgres ? 2000 : 250),
+        listenUrl: postgres ? options.url : undefined,
+        ...(signalOptions.listenUrl === undefined ? {} : { listenUrl: signalOptions.listenUrl }),
+      });
     },
     createLogStore(logStoreOptions) {
       return new TypeOrmLogStore(session, logStoreOptions);

@@ -6,3 +6,5 @@ export { TypeOrmUnitOfWork, type RetryPolicy } from './unit-of-work';
 export { TypeOrmLogStore, DEFAULT_MAX_LOG_ENTRIES_PER_APP, type TypeOrmLogStoreOptions } from './log-store';
 export { DATABASE_UNAVAILABLE, isDatabaseUnavailable, translateUnavailable } from './availability';
 export { TypeOrmTlsStore } from './tls-store';
+export { TypeOrmIdempotencyStore } from './idempotency-store';
+export { DatabaseJournalSignal, type JournalSignalOptions } from './journal-signal';

@@ -34,6 +34,10 @@ const TABLES = [
   'acme_challenges',
   'acme_accounts',
   'app_tls',
+  'events',
+  'webhooks',
+  'webhook_deliveries',
+  'idempotency_keys',
 ];
 
 async function seedUserAndApps(repos: Repositories, ...ids: string[]): Promise<App[]> {
@@ -195,6 +199,15 @@ if (baseUrl === undefined || baseUrl === '') {
             'ix_tls_names_app',
             'ix_tokens_username',
             'ix_users_is_superuser_id',
+            'ix_events_actor',
+            'ix_events_app',
+            'ix_events_created',
+            'ix_idempotency_keys_created',
+            'ix_webhook_deliveries_due',
+            'ix_webhook_deliveries_webhook',
+            'ix_webhooks_app',
+            'uq_events_uuid',
+            'uq_webhook_deliveries_uuid',
             'uq_apps_id',
             'uq_certificates_common_name',
             'uq_domains_domain',
@@ -242,6 +255,7 @@ if (baseUrl === undefined || baseUrl === '') {
         expect(recorded.rows).toEqual([
           { name: 'BuildWorkdir1763884800000' },
           { name: 'DeployLeases1764072000000' },
+          { name: 'Events1795734000000' },
           { name: 'InitialSchema1763712000000' },
           { name: 'ListCounts1763990000000' },
           { name: 'LoginFailureAddress1764000000010' },

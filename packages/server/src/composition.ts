@@ -34,6 +34,7 @@ import type { ControllerMetrics } from '@svc/metrics-prometheus';
 import type { DockerSettings, ImageBuildSettings, SchedulerKind, SwarmSettings } from './config';
 import { DrainingScheduler, LeavingContainers, PlatformRouteTable, StoredCertificates, StoredChallenges } from './routing';
 import { buildsModule, type BuildpackSetup, type CompilerKind, type DockerCompileSetup } from './compose-builds';
+import type { EventPorts } from './events';
 
 /** Any use case class: constructed from the core's dependencies. */
 type UseCaseClass = new (deps: CoreDependencies) => object;
@@ -105,6 +106,8 @@ export interface CompositionOptions {
   tls?: TlsStore | null;
   /** Automatic HTTPS over ACME; absent or null: off. */
   acme?: AcmeSetup | null;
+  /** The journal signal, idempotency store and webhook sender and signer; absent: events cannot be followed, keys are ignored, deliveries wait. */
+  events?: EventPorts | null;
 }
 
 /** How the router runs: in worker processes or on the controller's event loop, its limits and pools. */
@@ -310,7 +313,7 @@ const imagesModule = (builds: ImageBuildSettings | null, registryLogin: Registry
     );
   });
 
-const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined, tls: TlsStore | null, acme: AcmeSetup | null) =>
+const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined, tls: TlsStore | null, acme: AcmeSetup | null, events: EventPorts | null) =>
   new ContainerModule(({ bind }) => {
     bind<Settings>(TOKENS.Settings).toConstantValue(settings);
     bind<CoreDependencies>(TOKENS.CoreDependencies).toDynamicValue((ctx) => ({
@@ -332,6 +335,8 @@ const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined, 
       deployObserver: metrics,
       tls,
       acme,
+      ...(events ?? {}),
+      deliveryObserver: metrics,
     }));
     // Each use case class is its own binding, built by a factory: the core needs no decorators.
     const classes = Object.entries(USE_CASES) as [string, UseCaseClass][];
@@ -465,7 +470,7 @@ export function compose(options: CompositionOptions): {
     imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null), options.registryLogin ?? null),
     // Buildpacks compile where the app's code runs: in the process sandbox, or on the engine with image builds.
     buildsModule(options.buildpacks ?? null, compilerKind(options), () => container.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler), dockerCompileSetup(options, () => container.get<Docker>(SERVER_TOKENS.DockerEngine))),
-    coreModule(options.settings, options.metrics?.collector, options.tls ?? null, options.acme ?? null),
+    coreModule(options.settings, options.metrics?.collector, options.tls ?? null, options.acme ?? null, options.events ?? null),
     httpModule(options),
     gitModule(options.git ?? null, options.logger),
     routerModule(options),

@@ -5,6 +5,7 @@ import type { SandboxOptions } from '@svc/scheduler-process';
 import { dockerHostOptions, type RegistryLogin } from '@svc/scheduler-docker';
 import { buildpackSettings, buildpackUrlAllow, type BuildpackSettings } from './config-buildpacks';
 import { acmeConfig, type AcmeConfig } from './config-acme';
+import { eventCoreSettings, eventSettings, type EventSettings } from './config-events';
 
 /** Which scheduler runs containers. */
 export type SchedulerKind = 'process' | 'memory' | 'docker' | 'swarm';
@@ -193,6 +194,8 @@ export interface ServerConfig {
   imageBuilds: ImageBuildSettings | null;
   /** BUILDPACKS_DIR and BUILD_CACHE_LIMIT_MB, for the buildpack compiler and catalog (BUILDPACK_URL_ALLOW is in `settings`). */
   buildpacks: BuildpackSettings;
+  /** WEBHOOK_ALLOWED_HOSTS, WEBHOOK_TIMEOUT_SECONDS, WEBHOOK_POLL_SECONDS (the journal's core settings are in `settings`). */
+  events: EventSettings;
   /** REGISTRY with REGISTRY_USERNAME and REGISTRY_PASSWORD: the login sent with the registry's images only; null: none. */
   registryLogin: RegistryLogin | null;
   /** Automatic HTTPS over ACME (ACME_DIRECTORY_URL and the other ACME_* settings); null: off. */
@@ -610,6 +613,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     deployLeaseSeconds: integer(env, 'DEPLOY_LEASE_SECONDS', DEFAULT_SETTINGS.deployLeaseSeconds, 3, 3600),
     buildpackUrlAllow: buildpackUrlAllow(env),
     releasePhaseTimeoutSeconds: integer(env, 'RELEASE_PHASE_TIMEOUT_SECONDS', DEFAULT_SETTINGS.releasePhaseTimeoutSeconds, 1, 24 * 3600),
+    ...eventCoreSettings((name, fallback, min, max) => integer(env, name, fallback, min, max)),
   };
 
   return {
@@ -661,6 +665,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     // REGISTRY is checked whether or not images are built: a bad value stops the start either way.
     imageBuilds: imageBuilds(env, registry),
     buildpacks: buildpackSettings(env, (name, fallback, min, max) => integer(env, name, fallback, min, max)),
+    events: eventSettings(env, (name, fallback, min, max) => integer(env, name, fallback, min, max)),
     registryLogin: registryLogin(env, registry),
     acme: acmeConfig(env, (name, fallback, min, max) => integer(env, name, fallback, min, max)),
   };

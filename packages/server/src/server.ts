@@ -16,6 +16,7 @@ import { prepareEngineBuilds } from './compose-builds';
 import { checkPorts, checkSchedulerRecord, readinessDetails } from './preflight';
 import { compose, type GitSetup, type PlatformRouter } from './composition';
 import { dashboardDirectory } from './dashboard';
+import { eventPorts, startEventWorkers } from './events';
 import type { PlatformRouteTable } from './routing';
 import { UNSAFE_SWITCH, type SchedulerKind, type ServerConfig } from './config';
 
@@ -266,12 +267,14 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
       })
     : null;
   const routerMetrics = metrics === null ? null : createRouterMetrics(metrics.registry);
+  const events = eventPorts(database, config.events);
   const tls = database.createTlsStore();
   const acme = acmeSetup(config.acme, metrics === null || config.acme === null ? undefined : createAcmeMetrics(metrics.registry, { names: () => tls.list() }));
   const { app, scheduler, processScheduler, dockerScheduler, swarmScheduler, useCases, gitServer, router, routeTable, deps, builds } = compose({
     tls,
     acme,
     database,
+    events,
     secretKey,
     logDirectory: join(dataDir, 'logs'),
     logStore: shared ? database.createLogStore() : undefined,
@@ -363,6 +366,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   // process can clean up once it expires: look for such leases once per lease period.
   const sweep = shared ? setInterval(() => void sweepDeploys(useCases, logger), config.settings.deployLeaseSeconds * 1000) : null;
   sweep?.unref();
+  const eventWorkers = startEventWorkers(useCases, config.events.webhookPollMs, logger);
   const engineScheduler = dockerScheduler ?? swarmScheduler;
   if (engineScheduler !== null) {
     // Containers still running from the previous controller process are adopted as they are
@@ -473,6 +477,8 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
       shutdown.abort();
       if (sweep !== null) clearInterval(sweep);
       await acmeRounds?.stop();
+      events.journalSignal.close();
+      await eventWorkers.stop();
       // The apps stop first (requests to them in flight finish as they handle SIGTERM): the
       // controller's ports are given up only once no app is left that could take one.
       await stopProcesses();

@@ -249,7 +249,38 @@ const ROWS: readonly Row[] = [
       return { path: '/v1/certs/ec.example.com' };
     },
   },
+
+  // Extensions (every version): the audit journal, the event stream and webhooks; who may see an app manages its webhooks.
+  { method: 'GET', path: '/v1/events/', expect: [401, 200, 200, 200, 200], target: () => ({ path: '/v1/events/' }) },
+  { method: 'GET', path: '/v1/apps/:app/events/', expect: [401, H, 200, 200, 200], target: (f) => appTarget(f.app, 'events/') },
+  { method: 'GET', path: '/v1/apps/:app/webhooks/', expect: [401, H, 200, 200, 200], target: (f) => appTarget(f.app, 'webhooks/') },
+  {
+    method: 'POST', path: '/v1/apps/:fresh/webhooks/', expect: [401, H, 201, 201, 201],
+    target: async (f) => appTarget(await f.freshApp(), 'webhooks/', WEBHOOK),
+  },
+  {
+    method: 'GET', path: '/v1/apps/:fresh/webhooks/<webhook>', expect: [401, H, 200, 200, 200],
+    target: async (f) => webhookTarget(f, ''),
+  },
+  {
+    method: 'GET', path: '/v1/apps/:fresh/webhooks/<webhook>/deliveries/', expect: [401, H, 200, 200, 200],
+    target: async (f) => webhookTarget(f, 'deliveries/'),
+  },
+  {
+    method: 'DELETE', path: '/v1/apps/:fresh/webhooks/<webhook>', expect: [401, H, 204, 204, 204],
+    target: async (f) => webhookTarget(f, ''),
+  },
 ];
+
+/** A webhook that never reaches the network: 127.0.0.1 is refused without WEBHOOK_ALLOWED_HOSTS. */
+const WEBHOOK = { url: 'http://127.0.0.1:9/hook', events: ['perm'] };
+
+/** A webhook of a fresh app, made by its owner. */
+async function webhookTarget(f: Fixture, rest: string): Promise<Target> {
+  const app = await f.freshApp();
+  const created = await f.api.as(f.tokens.owner).post<{ uuid: string }>(`/v1/apps/${app}/webhooks/`, WEBHOOK);
+  return appTarget(app, `webhooks/${created.body.uuid}/${rest}`);
+}
 
 /** The Express route a row's path belongs to, e.g. `/v1/apps/:id/containers/:type`. */
 function routeOf(path: string): string {
@@ -262,7 +293,8 @@ function routeOf(path: string): string {
     .replace(/\/domains\/<[^>]+>$/, '/domains/:domain')
     .replace(/\/perms\/<[^>]+>$/, '/perms/:username')
     .replace(/^\/v1\/keys\/<[^>]+>$/, '/v1/keys/:id')
-    .replace(/^\/v1\/certs\/<[^>]+>$/, '/v1/certs/:common_name');
+    .replace(/^\/v1\/certs\/<[^>]+>$/, '/v1/certs/:common_name')
+    .replace(/\/webhooks\/<[^>]+>(\/deliveries)?$/, '/webhooks/:uuid$1');
 }
 
 /** Every `METHOD path` the HTTP adapter's route modules declare, read from their source. */

@@ -116,6 +116,25 @@ describeEachBackend('OpenAPI document against real responses', (backend) => {
     expectStatus(await call(api, 'DELETE', '/v1/apps/contract/'), 204);
   });
 
+  it('the extensions: events, the event stream and webhooks with their deliveries', async () => {
+    const api = alice.api;
+    expectStatus(await call(api, 'POST', '/v1/apps/', { id: 'hooked' }), 201);
+    expectStatus(await call(api, 'GET', '/v1/events/?action=app'), 200);
+    expectStatus(await call(root.api, 'GET', '/v1/events/'), 200);
+    expectStatus(await call(api, 'GET', '/v1/events/?since=never'), 400);
+    expectStatus(await call(api, 'GET', '/v1/apps/hooked/events/'), 200);
+    const created = await call(api, 'POST', '/v1/apps/hooked/webhooks/', { url: 'http://127.0.0.1:9/hook', events: ['config'] });
+    expectStatus(created, 201);
+    const uuid = (created.body as { uuid: string }).uuid;
+    expectStatus(await call(api, 'POST', '/v1/apps/hooked/webhooks/', { url: 'gopher://x', events: ['config'] }), 400);
+    expectStatus(await call(api, 'GET', '/v1/apps/hooked/webhooks/'), 200);
+    expectStatus(await call(api, 'GET', `/v1/apps/hooked/webhooks/${uuid}/`), 200);
+    expectStatus(await call(api, 'POST', '/v1/apps/hooked/config/', { values: { A: '1' } }), 201);
+    expectStatus(await call(api, 'GET', `/v1/apps/hooked/webhooks/${uuid}/deliveries/`), 200);
+    expectStatus(await call(api, 'DELETE', `/v1/apps/hooked/webhooks/${uuid}/`), 204);
+    expectStatus(await call(api, 'GET', `/v1/apps/hooked/webhooks/${uuid}/`), 404);
+  });
+
   it('every documented operation answered its documented success', async () => {
     const doc = (await server.api.get<{ paths: Record<string, Record<string, { responses: Record<string, unknown> }>> }>('/v1/openapi.json')).body;
     const missing: string[] = [];

@@ -15,6 +15,7 @@ import type {
   User,
 } from '../model/entities';
 import type { Page, Slice } from '../model/pagination';
+import type { DeliveryRepository, EventRepository, WebhookRepository } from './events';
 
 /*
  * Repository ports. Implementations translate unique violations into AlreadyExists
@@ -200,6 +201,11 @@ export interface Repositories {
   permissions: PermissionRepository;
   certificates: CertificateRepository;
   deploys: DeployLeaseRepository;
+  /** The audit journal: appended in the transaction of the change it records. */
+  events: EventRepository;
+  webhooks: WebhookRepository;
+  /** Webhook deliveries, queued in the transaction of the event they deliver. */
+  deliveries: DeliveryRepository;
 }
 
 /** Runs work atomically: everything written inside `transaction` is committed together or not at all. */

@@ -35,6 +35,7 @@ import type {
   UserRepository,
 } from '../ports/repositories';
 import { deepCopy } from './copy';
+import { MemoryDeliveries, MemoryEvents, MemoryWebhooks } from './memory-events';
 import { compare, type MemoryStore, pair, type Tables, type Transaction } from './memory-store';
 
 /** Repositories over the committed rows of a MemoryStore, or over one transaction's view of them. */
@@ -54,10 +55,13 @@ export function memoryRepositories(store: MemoryStore, transaction: Transaction 
     permissions: new MemoryPermissions(context),
     certificates: new MemoryCertificates(context),
     deploys: new MemoryDeploys(context),
+    events: new MemoryEvents(context),
+    webhooks: new MemoryWebhooks(context),
+    deliveries: new MemoryDeliveries(context),
   };
 }
 
-class Context {
+export class Context {
   private readonly tables: Tables;
 
   constructor(

@@ -11,6 +11,7 @@ import type {
   Token,
   User,
 } from '../model/entities';
+import type { AuditEvent, Webhook, WebhookDelivery } from '../model/events';
 import { deepCopy } from './copy';
 
 /** A failed login attempt as the in-memory store keeps it. */
@@ -41,6 +42,9 @@ export interface MemoryState {
   permissions: StoredPermission[];
   certificates: Certificate[];
   deploys: DeployLease[];
+  events: AuditEvent[];
+  webhooks: Webhook[];
+  deliveries: WebhookDelivery[];
 }
 
 interface Row<V> {
@@ -179,6 +183,10 @@ export interface Tables {
   certificates: TableView<string, Certificate>;
   /** Keyed by app. */
   deploys: TableView<string, DeployLease>;
+  /** Keyed by uuid; insertion order is journal order. */
+  events: TableView<string, AuditEvent>;
+  webhooks: TableView<string, Webhook>;
+  deliveries: TableView<string, WebhookDelivery>;
 }
 
 type TableOf<T> = { [P in keyof T]: T[P] extends TableView<infer K, infer V> ? Table<K, V> : never };
@@ -210,6 +218,9 @@ export class Transaction {
       permissions: overlay(live.permissions),
       certificates: overlay(live.certificates),
       deploys: overlay(live.deploys),
+      events: overlay(live.events),
+      webhooks: overlay(live.webhooks),
+      deliveries: overlay(live.deliveries),
     };
   }
 
@@ -252,6 +263,9 @@ export class MemoryStore {
     permissions: new Table(this.nextSeq),
     certificates: new Table(this.nextSeq),
     deploys: new Table(this.nextSeq),
+    events: new Table(this.nextSeq),
+    webhooks: new Table(this.nextSeq),
+    deliveries: new Table(this.nextSeq),
   };
   private readonly counters = { user: 1, certificate: 1, loginFailure: 1 };
   private writeFailures = { remaining: 0, error: (): Error => new Error('Write failed (injected)') };
@@ -307,6 +321,9 @@ export class MemoryStore {
       permissions: by(this.live.permissions, (p) => `${p.app}\u0000${p.username}`),
       certificates: by(this.live.certificates, (c) => c.commonName),
       deploys: by(this.live.deploys, (d) => d.app),
+      events: this.live.events.ordered().map(({ value }) => deepCopy(value)),
+      webhooks: by(this.live.webhooks, (w) => w.uuid),
+      deliveries: by(this.live.deliveries, (d) => d.uuid),
     };
   }
 }

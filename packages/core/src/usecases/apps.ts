@@ -12,6 +12,7 @@ import { loadAdministeredApp, loadVisibleApp, logEvent, type Actor, type CoreDep
 import { containerSpec, currentReleaseWithBuild } from './deploy';
 import { withAppLease, type LeaseDependencies } from './leases';
 import { assertAppQuotaLocked } from './quotas';
+import { journal } from './journal';
 
 /** How many times a generated name is retried before giving up. */
 const NAME_ATTEMPTS = 10;
@@ -48,6 +49,7 @@ export class CreateApp {
         config: config.uuid, summary: `${actor.user.username} created initial release`, created: now, updated: now,
       };
       await repos.releases.create(release);
+      await journal(repos, this.deps, actor, { action: 'app.create', app: id, target: id, summary: `${actor.user.username} created ${id}` });
       return app;
     });
     await logEvent(this.deps, app.id, `${actor.user.username} created initial release`);
@@ -89,7 +91,7 @@ export class GetApp {
 
 /** Updates an app; today that means transferring it to another owner. */
 export class UpdateApp {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'logs'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'ids' | 'logs'>) {}
 
   /** @throws NotFound (app or new owner), AppNotVisible, Forbidden for collaborators. */
   async execute(actor: Actor, appId: string, body: unknown): Promise<App> {
@@ -104,6 +106,7 @@ export class UpdateApp {
       await repos.apps.update(updated);
       // The new owner has every right already; a collaborator entry would only list them twice.
       if (await repos.permissions.has(app.id, owner)) await repos.permissions.revoke(app.id, owner);
+      await journal(repos, this.deps, actor, { action: 'app.transfer', app: app.id, target: owner, summary: `${actor.user.username} transferred ${app.id} from ${app.owner} to ${owner}` });
       return { app: updated, from: app.owner };
     });
     if (result.from !== null) {
@@ -143,6 +146,8 @@ export class DeleteApp {
       await this.deps.uow.transaction(async (tx) => {
         await lease.publish(tx);
         await tx.apps.delete(app.id);
+        await tx.webhooks.deleteForApp(app.id);
+        await journal(tx, this.deps, actor, { action: 'app.delete', app: app.id, target: app.id, summary: `${actor.user.username} deleted ${app.id}` });
       });
       return app;
     });
@@ -380,6 +385,7 @@ export class RunCommand {
       type: 'run', num: runs.reduce((max, c) => Math.max(max, c.num), 0) + 1, state: 'up', created: now, updated: now,
     };
     await repos.containers.create(container);
+    await journal(repos, this.deps, actor, { action: 'container.run', app: app.id, target: `run.${container.num}`, summary: `${actor.user.username} ran a one-off command` });
     await logEvent(this.deps, app.id, `${actor.user.username} runs '${command!}'`);
     try {
       return await this.deps.scheduler.run({

@@ -17,7 +17,8 @@ import { FieldErrorCollector, bodyObject, optionalString, requiredString } from 
 import { loginRetryAfterSeconds, throttleAddress } from '../rules/login-throttle';
 import { checkNewPassword, parseRegistration } from '../rules/users';
 import { policyFor, type ApiVersion } from '../version/policy';
-import { requireAdmin, type Actor, type CoreDependencies } from './context';
+import { requireAdmin, type Actor, type CoreDependencies, type RequestContext } from './context';
+import { journal } from './journal';
 
 /** The answer to a failed login, the same for an unknown user and a wrong password. */
 export const INVALID_CREDENTIALS = 'Unable to log in with provided credentials.';
@@ -49,14 +50,14 @@ async function findUser(repos: Repositories, username: string): Promise<User> {
 
 /** Registers a user; the first user while no administrator exists becomes one. */
 export class RegisterUser {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords' | 'clock' | 'settings'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords' | 'clock' | 'ids' | 'settings'>) {}
 
   /**
    * @throws Forbidden when registration is disabled, or admin-only and the caller is not an
    *   administrator (while no administrator exists, admin-only lets the first one register).
    * @throws ValidationFailed on invalid fields; AlreadyExists('username').
    */
-  async execute(body: unknown, caller: Actor | null): Promise<User> {
+  async execute(body: unknown, caller: Actor | null, request?: RequestContext): Promise<User> {
     const mode = this.deps.settings.registrationMode;
     if (mode === 'disabled') throw new Forbidden('Registration is disabled', 'AUTH.REGISTRATION_DISABLED');
     const needsAdmin = mode === 'admin_only' && !(caller && isAdmin(caller.user));
@@ -70,6 +71,8 @@ export class RegisterUser {
       // a new installation could never get one.
       if (needsAdmin && !firstAdmin) throw adminOnly();
       if (await repos.users.findByUsername(registration.username)) throw new AlreadyExists('username');
+      const author = caller ?? { username: registration.username, request };
+      await journal(repos, this.deps, author, { action: 'user.create', target: registration.username, summary: `${registration.username} was registered` });
       return repos.users.create({
         username: registration.username,
         email: registration.email,
@@ -95,14 +98,14 @@ export class Login {
   /** A real hash of the hasher in use: verifying against it costs what verifying a user's does. */
   private decoyHash: Promise<string> | null = null;
 
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords' | 'tokens' | 'clock' | 'settings'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords' | 'tokens' | 'clock' | 'ids' | 'settings'>) {}
 
   /**
    * `address` is the client's (the HTTP adapter's `req.ip`); without one, all clients count as one.
    * @throws ValidationFailed for missing fields or wrong credentials (non_field_errors).
    * @throws Throttled while the address must wait after its recent failures for the username.
    */
-  async execute(body: unknown, address = ''): Promise<{ token: string }> {
+  async execute(body: unknown, address = '', request?: RequestContext): Promise<{ token: string }> {
     const input = bodyObject(body);
     const errors = new FieldErrorCollector();
     const username = requiredString(errors, input, 'username', 1024);
@@ -124,13 +127,17 @@ export class Login {
     const verified = await this.deps.passwords.verify(password!, hash);
     const matches = user !== null && verified;
     if (!user || !matches || !user.isActive) {
-      await uow.repositories.loginFailures.record(username!, now, client);
+      await uow.transaction(async (repos) => {
+        await repos.loginFailures.record(username!, now, client);
+        await journal(repos, this.deps, { username: username!, request }, { action: 'user.login_failed', target: username!, summary: `failed login as ${username!}` });
+      });
       throw new ValidationFailed({ non_field_errors: [INVALID_CREDENTIALS] });
     }
     return uow.transaction(async (repos) => {
       // Only this address's failures: the real user logging in must not wipe an attacker's wait.
       await repos.loginFailures.clear(user.username, client);
       await repos.users.update({ ...user, lastLogin: now });
+      await journal(repos, this.deps, { username: user.username, request }, { action: 'user.login', target: user.username, summary: `${user.username} logged in` });
       return { token: await mintToken(this.deps, repos, user.username) };
     });
   }
@@ -172,7 +179,7 @@ async function checkAdminPassword(
 
 /** Deletes the caller's account, or (administrators) another user's. */
 export class CancelAccount {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords' | 'clock' | 'ids'>) {}
 
   /**
    * @throws Forbidden when a non-administrator names another user; NotFound for an unknown user.
@@ -199,13 +206,14 @@ export class CancelAccount {
         );
       }
       await repos.users.delete(target.username);
+      await journal(repos, this.deps, actor, { action: 'user.delete', target: target.username, summary: `${actor.user.username} deleted the account of ${target.username}` });
     });
   }
 }
 
 /** Revokes tokens and mints a new one: the caller's, one user's, or everybody's. */
 export class RegenerateToken {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'tokens' | 'clock' | 'settings'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'tokens' | 'clock' | 'ids' | 'settings'>) {}
 
   /** @throws Forbidden for a non-administrator naming a user or `all`; NotFound for an unknown user. */
   async execute(actor: Actor, body: unknown): Promise<{ token: string }> {
@@ -223,6 +231,8 @@ export class RegenerateToken {
 
     if (everyone || other) requireAdmin(actor);
     return this.deps.uow.transaction(async (repos) => {
+      const whose = everyone ? '*' : other ? username! : actor.user.username;
+      await journal(repos, this.deps, actor, { action: 'token.regenerate', target: whose, summary: `${actor.user.username} regenerated the tokens of ${everyone ? 'every user' : whose}` });
       if (everyone) {
         await repos.tokens.deleteAll();
         return { token: await mintToken(this.deps, repos, actor.user.username) };
@@ -236,7 +246,7 @@ export class RegenerateToken {
 
 /** Changes the caller's password, or (administrators) another user's; revokes the user's other tokens. */
 export class ChangePassword {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'passwords' | 'clock' | 'ids'>) {}
 
   /**
    * @throws ValidationFailed for missing fields; RequestRejected when the current password is wrong.
@@ -265,6 +275,7 @@ export class ChangePassword {
       await repos.users.update({ ...target, passwordHash });
       if (other) await repos.tokens.deleteForUser(target.username);
       else await repos.tokens.deleteForUserExcept(target.username, actor.tokenHash);
+      await journal(repos, this.deps, actor, { action: 'user.password', target: target.username, summary: `${actor.user.username} changed the password of ${target.username}` });
     });
   }
 }
@@ -297,7 +308,7 @@ export class ListAdmins {
 
 /** Makes a user an administrator. */
 export class GrantAdmin {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'ids'>) {}
 
   /** @throws Forbidden for non-administrators; ValidationFailed without username; NotFound for an unknown user. */
   async execute(actor: Actor, body: unknown): Promise<void> {
@@ -308,13 +319,14 @@ export class GrantAdmin {
     await this.deps.uow.transaction(async (repos) => {
       const user = await findUser(repos, username!);
       await repos.users.update({ ...user, isSuperuser: true, isStaff: true });
+      await journal(repos, this.deps, actor, { action: 'admin.grant', target: user.username, summary: `${actor.user.username} made ${user.username} an administrator` });
     });
   }
 }
 
 /** Takes administrative privileges from a user; the last administrator keeps them. */
 export class RevokeAdmin {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'ids'>) {}
 
   /** @throws Forbidden for non-administrators; NotFound for an unknown user; Conflict for the last administrator. */
   async execute(actor: Actor, username: string): Promise<void> {
@@ -326,6 +338,7 @@ export class RevokeAdmin {
         throw new Conflict('USER.LAST_ADMIN', 'The last administrator cannot be revoked.');
       }
       await repos.users.update({ ...user, isSuperuser: false, isStaff: false });
+      await journal(repos, this.deps, actor, { action: 'admin.revoke', target: user.username, summary: `${actor.user.username} revoked the administrator rights of ${user.username}` });
     });
   }
 }

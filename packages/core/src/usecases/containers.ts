@@ -7,6 +7,8 @@ import { PROCESS_TYPE_PATTERN } from '../rules/config';
 import { FieldErrorCollector, isPlainObject, toInteger } from '../rules/fields';
 import { RELEASE_NOT_SCALABLE, RELEASE_PROCESS_TYPE, runnableTypes } from '../rules/releases';
 import { loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
+import { journal } from './journal';
+import { appEtag, assertIfMatch } from '../rules/etags';
 import { carryOut, containerSpec, currentReleaseWithBuild, Rollout } from './deploy';
 import { withAppLease, type LeaseDependencies } from './leases';
 import { assertScaleQuotas, assertScaleQuotasLocked } from './quotas';
@@ -72,6 +74,7 @@ export class ScaleApp {
     const app = await withAppLease(this.deps, visible.id, async (lease) => {
       const repos = this.deps.uow.repositories;
       const app = await loadVisibleApp(repos, actor, appId);
+      assertIfMatch(actor.request?.ifMatch, appEtag(app));
       const state = await currentReleaseWithBuild(repos, app.id);
       const runnable = runnableTypes(state.build.procfile);
       const unknown = Object.keys(requested).filter((type) => !runnable.has(type));
@@ -94,10 +97,13 @@ export class ScaleApp {
       }
       return carryOut(this.deps, lease, rollout, null, async (tx) => {
         const locked = await loadVisibleApp(tx, actor, appId, true);
+        assertIfMatch(actor.request?.ifMatch, appEtag(locked));
         const updated = { ...locked, structure: { ...locked.structure, ...requested }, updated: this.deps.clock.now() };
         // Counted again under the owner's lock: other apps of the owner may have grown meanwhile.
         await assertScaleQuotasLocked(tx, locked, updated.structure, this.deps.settings.quotas);
         await tx.apps.update(updated);
+        const scaled = Object.entries(requested).map(([type, count]) => `${type}=${count}`).join(' ');
+        await journal(tx, this.deps, actor, { action: 'scale.update', app: locked.id, target: Object.keys(requested).join(','), summary: `${actor.user.username} scaled containers ${scaled}` });
         return updated;
       });
     });
@@ -146,6 +152,8 @@ export class RestartContainers {
         await lease.publish(tx);
         // A container removed meanwhile (its app deleted) is not brought back by a state update.
         for (const container of result) await tx.containers.updateState(container.uuid, container.state, container.updated);
+        const what = target.type === undefined ? 'all containers' : target.num === undefined ? `${target.type} containers` : `${target.type}.${target.num}`;
+        await journal(tx, this.deps, actor, { action: 'container.restart', app: app.id, target: what, summary: `${actor.user.username} restarted ${what}` });
       });
       return result;
     });

@@ -17,6 +17,7 @@ import type {
   TokenGenerator,
 } from '../ports/services';
 import type { DeployObserver } from '../ports/observers';
+import type { DeliveryObserver, IdempotencyStore, JournalSignal, WebhookSender, WebhookSigner } from '../ports/events';
 import type { BuildpackCatalog, SourceCompiler } from '../ports/builds';
 import type { CertificateAuthority, TlsStore } from '../ports/acme';
 import type { AcmeSettings } from '../rules/acme';
@@ -69,6 +70,16 @@ export interface Settings {
   buildpackUrlAllow: readonly string[];
   /** The longest a release phase (the build's `release` process type, run once per release) may run before the release fails. */
   releasePhaseTimeoutSeconds: number;
+  /** How long the audit journal keeps events. */
+  eventRetentionDays: number;
+  /** How long a failing webhook delivery is retried before it is given up. */
+  webhookRetryHours: number;
+  /** The first pause before a delivery is retried; it doubles with each failure, at most an hour. */
+  webhookRetryBaseSeconds: number;
+  /** Webhooks one app may have. */
+  webhooksPerApp: number;
+  /** How long the answer to a request with an `Idempotency-Key` is kept for repeats. */
+  idempotencyRetentionHours: number;
 }
 
 /** The defaults SPEC.md gives for every setting, and the platform's for the limits it adds. */
@@ -99,6 +110,11 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
   deployLeaseSeconds: 30,
   buildpackUrlAllow: Object.freeze([]),
   releasePhaseTimeoutSeconds: 300,
+  eventRetentionDays: 90,
+  webhookRetryHours: 24,
+  webhookRetryBaseSeconds: 10,
+  webhooksPerApp: 20,
+  idempotencyRetentionHours: 24,
 });
 
 /** Every port the use cases need. Each use case takes only the ones it uses. */
@@ -130,6 +146,16 @@ export interface CoreDependencies {
   tls?: TlsStore | null;
   /** Automatic HTTPS over ACME (ACME_DIRECTORY_URL); absent or null: off. */
   acme?: AcmeSetup | null;
+  /** Says when the audit journal may have grown; without one, events cannot be followed. */
+  journalSignal?: JournalSignal | null;
+  /** Answers to requests made with an `Idempotency-Key`; without one, the key is ignored. */
+  idempotency?: IdempotencyStore | null;
+  /** POSTs webhook deliveries; without one, deliveries wait. */
+  webhookSender?: WebhookSender | null;
+  /** Signs webhook deliveries; needed with `webhookSender`. */
+  webhookSigner?: WebhookSigner | null;
+  /** Watches webhook delivery attempts (metrics); none when absent. */
+  deliveryObserver?: DeliveryObserver;
 }
 
 /** Hears each issuance attempt's outcome (metrics). */
@@ -148,6 +174,18 @@ export interface AcmeSetup {
 export interface Actor {
   user: User;
   tokenHash: string;
+  /** The API request acting (for the audit journal and conditional writes); absent outside the API. */
+  request?: RequestContext;
+}
+
+/** What the API edge knows of the request an actor makes. */
+export interface RequestContext {
+  /** The request id the answer carries. */
+  id: string;
+  /** The client address; empty when unknown. */
+  address: string;
+  /** The request's `If-Match` header, when it has one: writes that honour it check it under their lock. */
+  ifMatch?: string;
 }
 
 /**

@@ -33,6 +33,9 @@ import {
 } from './resources';
 import { GetAppTls, HttpsRedirectFor, IssuedCertificateFor, SetAppTls } from './tls';
 import { AuthenticateKey, AuthorizeGitAccess, ListRetainedWorkdirs } from './sources';
+import { FollowEvents, ListAppEvents, ListEvents, PruneJournal } from './events';
+import { CreateWebhook, DeleteWebhook, DeliverWebhooks, GetWebhook, ListDeliveries, ListWebhooks } from './webhooks';
+import { FinishIdempotentRequest, StartIdempotentRequest } from './idempotency';
 
 export * from './acme-renewal';
 export * from './apps';
@@ -49,6 +52,10 @@ export * from './release-phase';
 export * from './resources';
 export * from './sources';
 export * from './tls';
+export * from './journal';
+export * from './events';
+export * from './webhooks';
+export * from './idempotency';
 
 /** Every use case of the controller, by name. */
 export const USE_CASES = {
@@ -104,6 +111,18 @@ export const USE_CASES = {
   setAppTls: SetAppTls,
   issuedCertificateFor: IssuedCertificateFor,
   httpsRedirectFor: HttpsRedirectFor,
+  listEvents: ListEvents,
+  listAppEvents: ListAppEvents,
+  followEvents: FollowEvents,
+  pruneJournal: PruneJournal,
+  createWebhook: CreateWebhook,
+  listWebhooks: ListWebhooks,
+  getWebhook: GetWebhook,
+  deleteWebhook: DeleteWebhook,
+  listDeliveries: ListDeliveries,
+  deliverWebhooks: DeliverWebhooks,
+  startIdempotentRequest: StartIdempotentRequest,
+  finishIdempotentRequest: FinishIdempotentRequest,
 } as const;
 
 /** The use cases, instantiated. */

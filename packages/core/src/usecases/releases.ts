@@ -14,6 +14,8 @@ import { assertConfigQuota } from '../rules/quotas';
 import { describeDeploy, structureForBuild } from '../rules/releases';
 import { isDigestReference, isReleaseImage, planSourceBuild, releaseImage, type SourceFiles } from '../rules/sources';
 import { loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependencies } from './context';
+import { journal } from './journal';
+import { assertIfMatch, configEtag } from '../rules/etags';
 import { carryOut, currentRelease, planRelease, releaseState, Rollout, type ReleaseState } from './deploy';
 import { withAppLease, type LeaseDependencies } from './leases';
 import { observeDeploy } from './observe';
@@ -90,6 +92,9 @@ async function publishRelease<C extends ReleaseChange>(
       if (next.creates.config) await tx.configs.create(next.creates.config);
       if (next.creates.build) await tx.builds.create(next.creates.build);
       await tx.releases.create(release);
+      if (next.creates.config) await journal(tx, deps, actor, { action: 'config.update', app: app.id, target: `v${release.version}`, summary: release.summary });
+      if (next.creates.build) await journal(tx, deps, actor, { action: 'build.create', app: app.id, target: next.creates.build.uuid, summary: release.summary });
+      await journal(tx, deps, actor, { action: 'release.create', app: app.id, target: `v${release.version}`, summary: release.summary });
       let published = locked;
       if (JSON.stringify(structure) !== JSON.stringify(locked.structure)) {
         published = { ...locked, structure, updated: now };
@@ -123,6 +128,7 @@ export class SetConfig {
     const changes = parseConfigChanges(body);
     return publishRelease(this.deps, actor, appId, async (repos, current, app) => {
       assertServiceVariablesCurrent(changes, { SVC_APP: app.id, SVC_RELEASE: `v${current.release.version}` });
+      assertIfMatch(actor.request?.ifMatch, configEtag(current.config));
       const merged = mergeConfig(current.config, changes);
       assertConfigQuota(merged.values, this.deps.settings.quotas, current.config.values);
       const now = this.deps.clock.now();

@@ -9,6 +9,7 @@ import { assertDomainQuota } from '../rules/quotas';
 import { FieldErrorCollector, bodyObject, optionalString, requiredString } from '../rules/fields';
 import { policyFor, type ApiVersion } from '../version/policy';
 import { loadAdministeredApp, loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependencies } from './context';
+import { journal } from './journal';
 
 /** Lists an app's custom domains. */
 export class ListDomains {
@@ -35,6 +36,7 @@ export class AddDomain {
       const now = this.deps.clock.now();
       const domain: Domain = { uuid: this.deps.ids.uuid(), app: app.id, domain: name, owner: actor.user.username, created: now, updated: now };
       await repos.domains.create(domain);
+      await journal(repos, this.deps, actor, { action: 'domain.create', app: app.id, target: name, summary: `${actor.user.username} added domain ${name}` });
       return domain;
     });
     await logEvent(this.deps, domain.app, `${actor.user.username} added domain ${domain.domain}`);
@@ -44,7 +46,7 @@ export class AddDomain {
 
 /** Removes a custom domain from an app. */
 export class RemoveDomain {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'settings' | 'clock' | 'logs'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'settings' | 'clock' | 'ids' | 'logs'>) {}
 
   /** @throws NotFound (app or domain), AppNotVisible */
   async execute(actor: Actor, appId: string, domainName: string): Promise<void> {
@@ -59,6 +61,7 @@ export class RemoveDomain {
       const domain = await repos.domains.find(name);
       if (!domain || domain.app !== app.id) throw new NotFound('DOMAIN.NOT_FOUND');
       await repos.domains.delete(domain.domain);
+      await journal(repos, this.deps, actor, { action: 'domain.delete', app: app.id, target: domain.domain, summary: `${actor.user.username} removed domain ${domain.domain}` });
       return domain;
     });
     await logEvent(this.deps, removed.app, `${actor.user.username} removed domain ${removed.domain}`);
@@ -106,6 +109,7 @@ export class AddKey {
         owner: actor.user.username, created: now, updated: now,
       };
       await repos.keys.create(key);
+      await journal(repos, this.deps, actor, { action: 'key.create', target: key.id, summary: `${actor.user.username} added SSH key ${key.id} (${key.fingerprint})` });
       return key;
     });
   }
@@ -113,13 +117,14 @@ export class AddKey {
 
 /** Removes one of the actor's SSH keys. */
 export class RemoveKey {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'ids'>) {}
 
   /** @throws NotFound when the actor has no key with that id. */
   async execute(actor: Actor, id: string): Promise<void> {
     await this.deps.uow.transaction(async (repos) => {
       if (!(await repos.keys.find(actor.user.username, id))) throw new NotFound('KEY.NOT_FOUND');
       await repos.keys.delete(actor.user.username, id);
+      await journal(repos, this.deps, actor, { action: 'key.delete', target: id, summary: `${actor.user.username} removed SSH key ${id}` });
     });
   }
 }
@@ -138,7 +143,7 @@ export class ListPermissions {
 
 /** Lets another user collaborate on an app (idempotent). */
 export class GrantPermission {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'logs'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'ids' | 'logs'>) {}
 
   /** @throws ValidationFailed; NotFound (app or user); AppNotVisible; Forbidden for collaborators. */
   async execute(actor: Actor, appId: string, body: unknown): Promise<void> {
@@ -153,6 +158,7 @@ export class GrantPermission {
       }
       if (await repos.permissions.has(app.id, username!)) return false;
       await repos.permissions.grant(app.id, username!);
+      await journal(repos, this.deps, actor, { action: 'perm.create', app: app.id, target: username!, summary: `${actor.user.username} added ${username!} to ${app.id} collaborators` });
       return true;
     });
     if (granted) await logEvent(this.deps, appId, `${actor.user.username} added ${username!} to ${appId} collaborators`);
@@ -161,7 +167,7 @@ export class GrantPermission {
 
 /** Takes a collaborator's access away; collaborators may remove themselves. */
 export class RevokePermission {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'logs'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'ids' | 'logs'>) {}
 
   /** @throws NotFound (app, or user not a collaborator); AppNotVisible; Forbidden. */
   async execute(actor: Actor, appId: string, username: string): Promise<void> {
@@ -172,6 +178,7 @@ export class RevokePermission {
       }
       if (!(await repos.permissions.has(app.id, username))) throw new NotFound('PERM.NOT_FOUND', 'Not found.');
       await repos.permissions.revoke(app.id, username);
+      await journal(repos, this.deps, actor, { action: 'perm.delete', app: app.id, target: username, summary: `${actor.user.username} removed ${username} from ${app.id} collaborators` });
     });
     await logEvent(this.deps, appId, `${actor.user.username} removed ${username} from ${appId} collaborators`);
   }
@@ -240,7 +247,7 @@ const COMMON_NAME_PATTERN = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a
  * belong to the caller: see userControlsName.
  */
 export class AddCertificate {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'certificateParser' | 'secrets' | 'clock' | 'settings'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'certificateParser' | 'secrets' | 'clock' | 'ids' | 'settings'>) {}
 
   /**
    * A certificate stored under the same name by a user who no longer controls it is replaced.
@@ -281,6 +288,9 @@ export class AddCertificate {
         await repos.certificates.delete(existing.commonName);
       }
       const now = this.deps.clock.now();
+      // Certificates belong to accounts; the event goes to the app whose domain the certificate is named for, if any.
+      const domain = await repos.domains.find(commonName);
+      await journal(repos, this.deps, actor, { action: 'cert.create', app: domain?.app ?? null, target: commonName, summary: `${actor.user.username} added a certificate for ${commonName}` });
       return repos.certificates.create({
         commonName,
         owner: actor.user.username,
@@ -320,13 +330,15 @@ export class CertificateForServerName {
 
 /** Deletes a certificate. */
 export class RemoveCertificate {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'ids'>) {}
 
   /** @throws NotFound when absent or not the actor's. */
   async execute(actor: Actor, commonName: string): Promise<void> {
     await this.deps.uow.transaction(async (repos) => {
       const cert = loadCertificateVisibleTo(await repos.certificates.find(commonName.toLowerCase()), actor);
       await repos.certificates.delete(cert.commonName);
+      const domain = await repos.domains.find(cert.commonName);
+      await journal(repos, this.deps, actor, { action: 'cert.delete', app: domain?.app ?? null, target: cert.commonName, summary: `${actor.user.username} removed the certificate for ${cert.commonName}` });
     });
   }
 }

@@ -1,4 +1,4 @@
-import { authed, open, openWithCaller, type Route, type RouteContext } from '../routing';
+import { authed, open, openWithCaller, requestContextOf, type Route, type RouteContext } from '../routing';
 import { envelope, pageRequestOf } from '../pagination';
 import { UsernamePath, pathParams } from '../params';
 import { presentAdmin, presentUser } from '../presenters';
@@ -6,13 +6,13 @@ import { presentAdmin, presentUser } from '../presenters';
 /** Registration, login, tokens, passwords, account deletion, user listing and administrators. */
 export function accountRoutes({ useCases }: RouteContext): Route[] {
   return [
-    openWithCaller('post', '/v1/auth/register', async ({ res, actor, body }) => {
-      const user = await useCases.registerUser.execute(body, actor);
+    openWithCaller('post', '/v1/auth/register', async ({ req, res, actor, body }) => {
+      const user = await useCases.registerUser.execute(body, actor, requestContextOf(req, res));
       res.status(201).json(presentUser(user));
     }),
     open('post', '/v1/auth/login', async ({ req, res, body }) => {
       // req.ip is the peer's address, or with `trust proxy` the client's as the proxy reports it.
-      const { token } = await useCases.login.execute(body, req.ip ?? req.socket.remoteAddress ?? '');
+      const { token } = await useCases.login.execute(body, req.ip ?? req.socket.remoteAddress ?? '', requestContextOf(req, res));
       res.status(200).json({ token });
     }),
     authed('delete', '/v1/auth/cancel', async ({ res, actor, body, version }) => {

@@ -1,4 +1,6 @@
 import type { Request, Response } from 'express';
+import { appEtag } from '@svc/core';
+import { notModified } from '../conditional';
 import type { Actor, FollowedLog, RestartTarget } from '@svc/core';
 import { BoundedLineWriter, followRequested } from '../follow';
 import { authed, type Call, type Route, type RouteContext } from '../routing';
@@ -88,7 +90,9 @@ export function appRoutes(context: RouteContext): Route[] {
     }),
     authed('get', '/v1/apps/:id', async ({ req, res, actor }) => {
       const { id } = pathParams(AppPath, req);
-      res.json(presentApp(await useCases.getApp.execute(actor, id), platformDomain));
+      const app = await useCases.getApp.execute(actor, id);
+      if (notModified(req, res, appEtag(app))) return;
+      res.json(presentApp(app, platformDomain));
     }),
     authed(
       'post',

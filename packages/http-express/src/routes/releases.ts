@@ -1,5 +1,7 @@
 import { authed, type Route, type RouteContext } from '../routing';
+import { configEtag } from '@svc/core';
 import { applyReleaseHeaders } from '../headers';
+import { notModified } from '../conditional';
 import { envelope, pageRequestOf } from '../pagination';
 import { AppPath, ReleasePath, pathParams } from '../params';
 import { presentBuild, presentConfig, presentRelease } from '../presenters';
@@ -10,6 +12,7 @@ export function releaseRoutes({ useCases }: RouteContext): Route[] {
     authed('get', '/v1/apps/:id/config', async ({ req, res, actor }) => {
       const { id } = pathParams(AppPath, req);
       const { config, release } = await useCases.getConfig.execute(actor, id);
+      if (notModified(req, res, configEtag(config))) return;
       res.json(presentConfig(config, release.version));
     }),
     authed('post', '/v1/apps/:id/config', async ({ req, res, actor, body, policy }) => {

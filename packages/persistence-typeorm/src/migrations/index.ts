@@ -14,6 +14,8 @@ import { ListCountsSqlite1763990000000 } from './sqlite/1763990000000-list-count
 import { LoginFailureAddressSqlite1764000000010 } from './sqlite/1764000000010-login-failure-address';
 import { DeployLeasesSqlite1764072000000 } from './sqlite/1764072000000-deploy-leases';
 import { TlsStateSqlite1764200000000 } from './sqlite/1764200000000-tls-state';
+import { EventsSqlite1795734000000 } from './sqlite/1795734000000-events';
+import { EventsPostgres1795734000000 } from './postgres/1795734000000-events';
 
 type MigrationClass = new () => MigrationInterface;
 
@@ -30,6 +32,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     LoginFailureAddressSqlite1764000000010,
     DeployLeasesSqlite1764072000000,
     TlsStateSqlite1764200000000,
+    EventsSqlite1795734000000,
   ],
   postgres: [
     InitialSchemaPostgres1763712000000,
@@ -39,6 +42,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     LoginFailureAddressPostgres1764000000010,
     DeployLeasesPostgres1764072000000,
     TlsStatePostgres1764200000000,
+    EventsPostgres1795734000000,
   ],
 };
 

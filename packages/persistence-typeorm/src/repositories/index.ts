@@ -11,6 +11,8 @@ import {
 import { TypeOrmAppRepository, TypeOrmPermissionRepository } from './apps';
 import { TypeOrmCertificateRepository, TypeOrmKeyRepository } from './credentials';
 import { TypeOrmDeployLeaseRepository } from './deploys';
+import { TypeOrmEventRepository } from './events';
+import { TypeOrmDeliveryRepository, TypeOrmWebhookRepository } from './webhooks';
 
 /** Every repository, bound to `session`. */
 export function createRepositories(session: Session): Repositories {
@@ -28,5 +30,8 @@ export function createRepositories(session: Session): Repositories {
     permissions: new TypeOrmPermissionRepository(session),
     certificates: new TypeOrmCertificateRepository(session),
     deploys: new TypeOrmDeployLeaseRepository(session),
+    events: new TypeOrmEventRepository(session),
+    webhooks: new TypeOrmWebhookRepository(session),
+    deliveries: new TypeOrmDeliveryRepository(session),
   };
 }

@@ -1,0 +1,125 @@
+import type { AuditEvent, EventQuery, EventRepository, Page, Slice } from '@svc/core';
+import type { RawRow } from '../rows';
+import { countOf } from '../rows';
+import type { Session } from '../session';
+import { ManagerRunner, readInstant, readInteger, statement, writeInstant } from '../sql';
+
+const EVENT_COLUMNS = '"uuid", "created", "actor", "action", "app", "target", "summary", "request_id", "address"';
+
+/*
+ * On PostgreSQL an append first takes a transaction-level advisory lock, held until the
+ * transaction ends: appends commit one at a time, so "seq" order is commit order and a
+ * follower reading past its last seq never skips an event that commits later with a lower
+ * one. The NOTIFY is delivered when (and only if) the transaction commits. SQLite runs one
+ * writing transaction at a time already.
+ */
+const JOURNAL_LOCK = statement('SELECT pg_advisory_xact_lock(7348201)');
+const NOTIFY = statement("SELECT pg_notify('svc_events', '')");
+const APPEND = statement(`INSERT INTO "events" (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+const SEQ_OF = statement('SELECT "seq" FROM "events" WHERE "uuid" = ?', 'SELECT "seq" FROM "events" WHERE "uuid" = ?');
+const NEWEST = statement('SELECT "uuid", "seq" FROM "events" WHERE "app" = ? ORDER BY "seq" DESC LIMIT 1');
+const AFTER = statement(`SELECT ${EVENT_COLUMNS} FROM "events" WHERE "app" = ? AND "seq" > ? ORDER BY "seq" LIMIT ?`);
+const PRUNE = statement('DELETE FROM "events" WHERE "created" < ? RETURNING "seq"');
+
+function eventOf(raw: RawRow): AuditEvent {
+  return {
+    uuid: String(raw.uuid),
+    created: readInstant(raw.created),
+    actor: raw.actor as string,
+    action: raw.action as string,
+    app: (raw.app as string | null) ?? null,
+    target: raw.target as string,
+    summary: raw.summary as string,
+    requestId: raw.request_id as string,
+    address: raw.address as string,
+  };
+}
+
+/** The visibility and filter conditions of a query, with their parameters. */
+function conditionsOf(session: Session, query: EventQuery): { where: string; params: unknown[] } {
+  const clauses: string[] = [];
+  const params: unknown[] = [];
+  if (query.app !== undefined) {
+    clauses.push('"app" = ?');
+    params.push(query.app);
+  }
+  if (query.actor !== undefined) {
+    clauses.push('"actor" = ?');
+    params.push(query.actor);
+  }
+  if (query.action !== undefined) {
+    if (query.action.includes('.')) {
+      clauses.push('"action" = ?');
+      params.push(query.action);
+    } else {
+      // A resource: every action `<resource>.<verb>`. Actions are [a-z_.]: no LIKE metacharacter but `_`, escaped.
+      clauses.push(`"action" LIKE ? ESCAPE '\\'`);
+      params.push(`${query.action.replace(/_/g, '\\_')}.%`);
+    }
+  }
+  if (query.since !== undefined) {
+    clauses.push('"created" >= ?');
+    params.push(writeInstant(session.dialect, query.since));
+  }
+  if (query.visibleTo) {
+    clauses.push(
+      '(("app" IS NOT NULL AND ("app" IN (SELECT "id" FROM "apps" WHERE "owner" = ?) OR "app" IN (SELECT "app" FROM "permissions" WHERE "username" = ?)))' +
+        ' OR ("app" IS NULL AND ("actor" = ? OR "target" = ?)))',
+    );
+    params.push(query.visibleTo, query.visibleTo, query.visibleTo, query.visibleTo);
+  }
+  return { where: clauses.length === 0 ? '' : `WHERE ${clauses.join(' AND ')}`, params };
+}
+
+/** EventRepository on TypeORM: table `events`, ordered by "seq". */
+export class TypeOrmEventRepository implements EventRepository {
+  constructor(private readonly session: Session) {}
+
+  async append(event: AuditEvent): Promise<void> {
+    const { dialect } = this.session;
+    await this.session.write(async (manager) => {
+      const sql = new ManagerRunner(dialect, manager);
+      const postgres = dialect === 'postgres';
+      if (postgres) await sql.rows(JOURNAL_LOCK, []);
+      await sql.run(APPEND, [
+        event.uuid, writeInstant(dialect, event.created), event.actor, event.action, event.app,
+        event.target, event.summary, event.requestId, event.address,
+      ]);
+      if (postgres) await sql.rows(NOTIFY, []);
+    });
+  }
+
+  async list(query: EventQuery, slice: Slice): Promise<Page<AuditEvent>> {
+    const { where, params } = conditionsOf(this.session, query);
+    const count = countOf(await this.session.rows<RawRow>(statement(`SELECT COUNT(*) AS "n" FROM "events" ${where}`), params));
+    const rows = await this.session.rows<RawRow>(
+      statement(`SELECT ${EVENT_COLUMNS} FROM "events" ${where} ORDER BY "seq" DESC LIMIT ? OFFSET ?`),
+      [...params, slice.limit, slice.offset],
+    );
+    return { count, items: rows.map(eventOf) };
+  }
+
+  async after(app: string, after: string | null, limit: number): Promise<AuditEvent[]> {
+    let seq = 0;
+    if (after !== null) {
+      const [known] = await this.session.rows<RawRow>(SEQ_OF, [after]);
+      if (known !== undefined) seq = readInteger(known.seq);
+      else {
+        const [newest] = await this.session.rows<RawRow>(NEWEST, [app]);
+        seq = newest === undefined ? 0 : readInteger(newest.seq);
+      }
+    }
+    return (await this.session.rows<RawRow>(AFTER, [app, seq, limit])).map(eventOf);
+  }
+
+  async newest(app: string): Promise<string | null> {
+    const [row] = await this.session.rows<RawRow>(NEWEST, [app]);
+    return row === undefined ? null : String(row.uuid);
+  }
+
+  async prune(before: Date): Promise<number> {
+    const { dialect } = this.session;
+    const rows = await this.session.write((manager) => new ManagerRunner(dialect, manager).rows<RawRow>(PRUNE, [writeInstant(dialect, before)]));
+    return rows.length;
+  }
+}

@@ -323,9 +323,14 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
 
   // Leftovers of an earlier controller process that was killed go before any port is bound.
   // The router's ports are allowed to apps once bound; nothing of an app runs before that.
-  let routerBound: (ports: number[]) => void = () => undefined;
-  const routerPorts = new Promise<number[]>((resolveRouterPorts) => (routerBound = resolveRouterPorts));
-  const sandboxReady = processScheduler?.prepare(routerPorts) ?? null;
+  // So are the controller's own ports (API, router, git): no app may answer on them, on any address.
+  let routerBound: (ports: number[], own?: number[]) => void = () => undefined;
+  const routerPorts = new Promise<{ router: number[]; own: number[] }>((resolvePorts) => (routerBound = (router, own = []) => resolvePorts({ router, own })));
+  const sandboxReady =
+    processScheduler?.prepare(
+      routerPorts.then((ports) => ports.router),
+      routerPorts.then((ports) => ports.own),
+    ) ?? null;
   try {
     if (processScheduler !== null) {
       const reaped = await processScheduler.reapOrphans();
@@ -411,7 +416,8 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   // Every port of the controller is bound before any app code runs, so no app can take one.
   if (processScheduler !== null) {
     try {
-      routerBound([routerPort, routerTlsPort].filter((port): port is number => port !== null));
+      const bound = (ports: Array<number | null>): number[] => ports.filter((port): port is number => port !== null);
+      routerBound(bound([routerPort, routerTlsPort]), bound([address.port, gitPort, routerPort, routerTlsPort]));
       sandbox = await (sandboxReady as Promise<SandboxStatus>);
       if (sandbox.mode === 'on') logger.info({ sandbox: 'on' }, 'apps run sandboxed: a user of their own each, no view of the controller, no connection to this machine but the router');
       else if (sandbox.mode === 'off') logger.warn({ sandbox: 'off' }, `${UNSAFE_SWITCH} is set: apps run UNCONFINED as the controller's user; for one trusted developer only`);

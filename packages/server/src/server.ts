@@ -87,6 +87,24 @@ function configuredHost(host: string): string[] {
   return name === '0.0.0.0' || name === '::' || name.includes(':') || /^[0-9.]+$/.test(name) ? [] : [name];
 }
 
+/**
+ * The port of the controller's PostgreSQL when `DATABASE_URL` names this machine (`localhost`,
+ * a `127.x` address, `::1`): no app may answer on it at another loopback address either. Null
+ * for another host, or without a URL.
+ */
+export function localDatabasePort(url: string | null): number | null {
+  if (url === null) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return null;
+  }
+  const host = parsed.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const local = host === '' || host === 'localhost' || host.endsWith('.localhost') || /^127\./.test(host) || host === '::1';
+  return local ? Number(parsed.port || 5432) : null;
+}
+
 /** Logs refused connections at most once every 10 s with how many there were, so that a flood does not flood the log. */
 export function refusalLog(logger: Logger, server: string): (reason: 'total' | 'address', client: string) => void {
   let last = 0;
@@ -417,7 +435,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   if (processScheduler !== null) {
     try {
       const bound = (ports: Array<number | null>): number[] => ports.filter((port): port is number => port !== null);
-      routerBound(bound([routerPort, routerTlsPort]), bound([address.port, gitPort, routerPort, routerTlsPort]));
+      routerBound(bound([routerPort, routerTlsPort]), bound([address.port, gitPort, routerPort, routerTlsPort, localDatabasePort(config.databaseUrl)]));
       sandbox = await (sandboxReady as Promise<SandboxStatus>);
       if (sandbox.mode === 'on') logger.info({ sandbox: 'on' }, 'apps run sandboxed: a user of their own each, no view of the controller, no connection to this machine but the router');
       else if (sandbox.mode === 'off') logger.warn({ sandbox: 'off' }, `${UNSAFE_SWITCH} is set: apps run UNCONFINED as the controller's user; for one trusted developer only`);

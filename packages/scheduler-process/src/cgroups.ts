@@ -178,6 +178,15 @@ export class CgroupTree {
     }
   }
 
+  /** Removes every empty cgroup of this sandbox and its own directory (at shutdown); busy ones stay. */
+  async removeAll(): Promise<void> {
+    await this.removeLeftovers();
+    const found = this.detect();
+    if ('problem' in found) return;
+    const parents = found.version === 2 ? [join(this.root, 'svc', this.instance)] : CONTROLLERS.map((c) => join(this.root, c, 'svc', this.instance));
+    for (const parent of parents) await rmdir(parent).catch(() => undefined);
+  }
+
   private detect(): { version: CgroupVersion } | { problem: string } {
     this.detected ??= detectCgroups(this.root);
     return this.detected;

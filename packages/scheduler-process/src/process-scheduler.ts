@@ -315,6 +315,7 @@ export class ProcessScheduler implements Scheduler {
       clearTimeout(timer);
       await this.drain(started);
       const oom = await outOfMemory(cgroup);
+      await cgroup?.cgroup.remove();
       const notes = timedOut ? [`killed after the timeout of ${spec.timeoutSeconds} s`] : oom !== null ? [`a process ${oom}`] : [];
       return { exitCode: timedOut ? RUN_TIMEOUT_EXIT_CODE : exitCodeOf(status), output: output.text(notes) };
     } finally {
@@ -357,6 +358,7 @@ export class ProcessScheduler implements Scheduler {
       const halts = [...this.containers.values()].map((c) => (c.stopped ??= this.halt(c, 'stopped: the controller is shutting down')));
       const runs = [...this.runs.values()].map((r) => (r.group ? terminateGroup(r.group, this.stopTimeoutMs) : Promise.resolve()));
       await Promise.all([...halts, ...runs]);
+      await this.sandbox?.cgroups.removeAll().catch(() => undefined);
       if (this.firewallInstalled) await this.firewall?.remove().catch(() => undefined);
       await this.log.flush();
     })();

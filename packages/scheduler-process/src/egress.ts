@@ -41,8 +41,14 @@ export class LoopbackFirewall {
     this.buildJump = buildJump(this.buildChain, range, buildGroup);
   }
 
-  /** @throws Error naming what is missing when the rules cannot be installed. */
-  async install(allowedPorts: number[]): Promise<void> {
+  /**
+   * `allowedPorts`: the local ports apps may connect to (the router's). `controllerPorts`: the
+   * controller's own listening ports (API, router, git), which no app may answer on, on any
+   * address: a packet an app's socket sends from one of them (the SYN-ACK of a squatter's
+   * listener on `[::1]`, `127.0.0.2`, ...) is dropped, so no connection to it is ever made.
+   * @throws Error naming what is missing when the rules cannot be installed.
+   */
+  async install(allowedPorts: number[], controllerPorts: number[] = []): Promise<void> {
     const tools = ['iptables', 'ip6tables'];
     for (const tool of tools) {
       if (!existsSync(`/usr/sbin/${tool}`) && !existsSync(`/sbin/${tool}`)) {
@@ -54,6 +60,7 @@ export class LoopbackFirewall {
       const created = await iptables(tool, ['-N', this.chain]);
       if (!created.ok && !/exists/i.test(created.output)) throw new Error(`${tool} cannot create the chain ${this.chain}: ${created.output}`);
       await this.must(tool, ['-F', this.chain]);
+      for (const rule of squatterRules(this.chain, controllerPorts)) await this.must(tool, rule);
       await this.must(tool, ['-A', this.chain, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'RETURN']);
       // An address of this machine translated elsewhere (ports published by a container engine) is local too.
       await this.must(tool, ['-A', this.chain, '-m', 'conntrack', '--ctstate', 'DNAT', '-j', 'REJECT']);
@@ -106,4 +113,19 @@ export class LoopbackFirewall {
     const outcome = await iptables(tool, args);
     if (!outcome.ok) throw new Error(`${tool} ${args.join(' ')} failed: ${outcome.output || 'no output'}`);
   }
+}
+
+/**
+ * The rules that keep apps from answering on the controller's ports: TCP packets an app's
+ * socket sends from one of them are dropped (before the rule that lets replies through), on
+ * every address. None without ports.
+ */
+export function squatterRules(chain: string, controllerPorts: number[]): string[][] {
+  const ports = [...new Set(controllerPorts)].filter((port) => Number.isInteger(port) && port > 0 && port <= 65535).sort((a, b) => a - b);
+  const rules: string[][] = [];
+  // multiport takes at most 15 ports a rule.
+  for (let at = 0; at < ports.length; at += 15) {
+    rules.push(['-A', chain, '-p', 'tcp', '-m', 'multiport', '--sports', ports.slice(at, at + 15).join(','), '-j', 'DROP']);
+  }
+  return rules;
 }

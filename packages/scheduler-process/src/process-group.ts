@@ -1,7 +1,9 @@
 import { spawn } from 'node:child_process';
-import type { Readable } from 'node:stream';
+import { writeFile } from 'node:fs/promises';
+import type { Readable, Writable } from 'node:stream';
 import { constants } from 'node:os';
 import { groupMembers, namespaceMembers, procAvailable, readStat } from './proc';
+import type { SandboxedCommand } from './sandbox';
 
 /** How a process ended: an exit code, or the signal that killed it. */
 export interface ExitStatus {
@@ -46,7 +48,7 @@ export interface GroupOptions {
    * instead of `sh -c` here (`command`, `cwd` and `nice` are then already in it). The group
    * is then that namespace: every process in it, whatever its process group or session.
    */
-  sandboxed?: { file: string; args: string[] } | null;
+  sandboxed?: SandboxedCommand | null;
 }
 
 /** What bubblewrap reports on its info descriptor. */
@@ -69,9 +71,13 @@ export function spawnGroup(options: GroupOptions): Promise<ProcessGroup> {
   const sandboxed = options.sandboxed ?? null;
   let file: string;
   let args: string[];
+  // Descriptors of bubblewrap: 3 tells the namespace, 4 gives the seccomp filter, 5 holds the
+  // sandbox back until its init is in its cgroup (everything it starts is then in it too).
+  const seccomp = sandboxed?.seccomp ?? null;
+  const cgroupProcs = sandboxed?.cgroupProcs ?? [];
   if (sandboxed !== null) {
     file = sandboxed.file;
-    args = ['--info-fd', '3', ...sandboxed.args];
+    args = ['--info-fd', '3', ...(seccomp !== null ? ['--seccomp', '4'] : []), ...(cgroupProcs.length > 0 ? ['--block-fd', '5'] : []), ...sandboxed.args];
   } else {
     const shell = ['/bin/sh', '-c', options.command];
     [file, ...args] = (options.nice > 0 ? ['nice', '-n', String(options.nice), ...shell] : shell) as [string, ...string[]];
@@ -80,8 +86,16 @@ export function spawnGroup(options: GroupOptions): Promise<ProcessGroup> {
     cwd: sandboxed === null ? options.cwd : '/',
     env: options.env,
     detached: true,
-    stdio: sandboxed === null ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe', 'pipe'],
+    stdio: sandboxed === null ? ['ignore', 'pipe', 'pipe'] : ['ignore', 'pipe', 'pipe', 'pipe', seccomp !== null ? 'pipe' : 'ignore', cgroupProcs.length > 0 ? 'pipe' : 'ignore'],
   });
+  if (seccomp !== null) {
+    const filter = child.stdio[4] as Writable | null;
+    // A bubblewrap that failed before reading it closes the pipe: its exit tells why.
+    filter?.on('error', () => undefined);
+    filter?.end(seccomp);
+  }
+  const block = cgroupProcs.length > 0 ? ((child.stdio as unknown[])[5] as Writable | null) : null;
+  block?.on('error', () => undefined);
   let status: ExitStatus | null = null;
   const exited = new Promise<ExitStatus>((resolve) => {
     child.once('exit', (code, signal) => {
@@ -102,7 +116,23 @@ export function spawnGroup(options: GroupOptions): Promise<ProcessGroup> {
     stream.on('error', () => undefined);
   }
   let info: SandboxInfo | null = null;
-  const infoRead = sandboxed === null ? Promise.resolve() : readSandboxInfo(child.stdio[3] as Readable | null).then((read) => void (info = read));
+  let entered: Error | null = null;
+  const infoRead =
+    sandboxed === null
+      ? Promise.resolve()
+      : readSandboxInfo(child.stdio[3] as Readable | null).then(async (read) => {
+          info = read;
+          if (block === null) return;
+          try {
+            if (read === null) throw new Error('bubblewrap told no sandbox process');
+            for (const procs of cgroupProcs) await writeFile(procs, String(read.init));
+            block.end('go');
+          } catch (error) {
+            entered = new Error(`the sandbox could not enter its cgroup: ${error instanceof Error ? error.message : String(error)}`);
+            signalGroup(child.pid as number, 'SIGKILL');
+            if (read !== null) signalProcess(read.init, 'SIGKILL');
+          }
+        });
 
   return new Promise<ProcessGroup>((resolve, reject) => {
     // Kept for the child's whole life: an 'error' without a listener would end the controller.
@@ -127,7 +157,8 @@ export function spawnGroup(options: GroupOptions): Promise<ProcessGroup> {
         return;
       }
       // The namespace is known once bubblewrap has made it (or has failed and exited).
-      void infoRead.then(() =>
+      void infoRead.then(() => {
+        if (entered !== null) return reject(entered);
         resolve({
           pid,
           exited,
@@ -139,8 +170,8 @@ export function spawnGroup(options: GroupOptions): Promise<ProcessGroup> {
             for (const stream of streams) stream.destroy();
           },
           namespace: () => info?.namespace ?? null,
-        }),
-      );
+        });
+      });
     });
   });
 }
@@ -151,24 +182,35 @@ function readSandboxInfo(stream: Readable | null): Promise<SandboxInfo | null> {
   return new Promise((resolve) => {
     let text = '';
     stream.setEncoding('utf8');
+    let done = false;
+    const parse = (final: boolean): void => {
+      if (done) return;
+      let data: Record<string, unknown>;
+      try {
+        data = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        // Not whole yet; a sandbox held back by its block descriptor keeps this one open.
+        if (final) {
+          done = true;
+          resolve(null);
+        }
+        return;
+      }
+      done = true;
+      const init = data['child-pid'];
+      const namespace = data['pid-namespace'];
+      if (!Number.isInteger(init) || !Number.isInteger(namespace)) return resolve(null);
+      void readStat(init as number).then((stat) =>
+        resolve({ init: init as number, initStart: stat?.startTime ?? null, namespace: `pid:[${String(namespace)}]` }),
+      );
+    };
     stream.on('data', (chunk: string) => {
       text += chunk;
       if (text.length > 64 * 1024) stream.destroy();
+      parse(false);
     });
     stream.on('error', () => undefined);
-    stream.once('close', () => {
-      try {
-        const data = JSON.parse(text) as Record<string, unknown>;
-        const init = data['child-pid'];
-        const namespace = data['pid-namespace'];
-        if (!Number.isInteger(init) || !Number.isInteger(namespace)) return resolve(null);
-        void readStat(init as number).then((stat) =>
-          resolve({ init: init as number, initStart: stat?.startTime ?? null, namespace: `pid:[${String(namespace)}]` }),
-        );
-      } catch {
-        resolve(null);
-      }
-    });
+    stream.once('close', () => parse(true));
   });
 }
 

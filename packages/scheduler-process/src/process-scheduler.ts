@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { BatchedLogWriter, formatBytes, memoryLimitBytes, type Clock, type ContainerSpec, type ContainerState, type LogStore, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
+import { BatchedLogWriter, formatBytes, memoryLimitBytes, type Clock, type ContainerSpec, type ContainerState, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
 import { formatSeconds, niceForCpuShares } from './limits';
 import { CappedOutput, LineSplitter, OutputTail } from './output';
-import { PortAllocator, portIsFree, type PortRange } from './ports';
-import { groupMembers, groupResidentBytes, procAvailable, processesByNamespace, readStat, residentBytesOf } from './proc';
+import { PortAllocator, portIsFree } from './ports';
+import { groupMembers, groupResidentBytes, procAvailable, readStat } from './proc';
 import {
   describeExit,
   exitCodeOf,
@@ -21,7 +21,9 @@ import { ProcessRecords, type ProcessRecord } from './records';
 import { acceptsConnections, healthcheckUrl, httpStatus } from './readiness';
 import { AppUsers, type Confinement, type LentUser } from './app-users';
 import { LoopbackFirewall } from './egress';
-import { APP_MOUNT, SANDBOX_PATH, Sandbox, type SandboxOptions } from './sandbox';
+import { APP_MOUNT, SANDBOX_PATH, Sandbox, type SandboxedCommand } from './sandbox';
+import type { BackoffOptions, Endpoint, ProcessSchedulerOptions, SandboxStatus } from './scheduler-options';
+import { outOfMemory, processCgroup, removeWhenGone, type ProcessCgroup } from './container-limits';
 
 /** The source of the lines the scheduler itself writes to an app's log. */
 export const SCHEDULER_LOG_SOURCE = 'svc[scheduler]';
@@ -29,76 +31,7 @@ export const SCHEDULER_LOG_SOURCE = 'svc[scheduler]';
 /** The exit code reported for a one-off command stopped by its timeout (as `timeout(1)` does). */
 export const RUN_TIMEOUT_EXIT_CODE = 124;
 
-/** How long a crashed process waits before it is started again. */
-export interface BackoffOptions {
-  /** The first wait; each crash in a row doubles it. Default 1000. */
-  initialMs?: number;
-  /** The longest wait. Default 60000. */
-  maxMs?: number;
-  /** A process that stayed up this long starts over from the first wait when it crashes. Default 60000. */
-  resetAfterMs?: number;
-}
-
-/** How a ProcessScheduler runs processes. */
-export interface ProcessSchedulerOptions {
-  /** Holds `apps/<app>` (the working directory of builds without files) and `processes/` (records of running process groups). */
-  dataDir: string;
-  /** Where the output of every process and the scheduler's own events go. */
-  logs: Pick<LogStore, 'append'>;
-  /** Timestamps of log lines. Default: the system clock. */
-  clock?: Clock;
-  /** The address processes are reached at (readiness checks, endpoints). Default `127.0.0.1`. */
-  host?: string;
-  /** Ports handed out as PORT. Default 20000-29999. */
-  portRange?: PortRange;
-  /**
-   * How long a `web` process has to accept connections on its PORT (or to answer its
-   * HEALTHCHECK_URL with 2xx) before its start fails. An app's HEALTHCHECK_TIMEOUT (seconds)
-   * may shorten it. Default 30000.
-   */
-  startTimeoutMs?: number;
-  /** How long a process of another type must keep running to count as up. Default 1000. */
-  settleMs?: number;
-  /** How long a stopped process has between SIGTERM and SIGKILL. Default 10000. */
-  stopTimeoutMs?: number;
-  backoff?: BackoffOptions;
-  /** How often the memory of processes with a limit is measured. Default 1000. */
-  memoryPollMs?: number;
-  /** How often readiness is checked while a process starts. Default 100. */
-  probeIntervalMs?: number;
-  /**
-   * The environment every process starts from, before the release's config values, SVC_APP,
-   * SVC_RELEASE, HOME (the working directory) and PORT. Default: a PATH (the controller's
-   * without a sandbox, the system's in one) and nothing else, so that the controller's own
-   * settings never reach applications.
-   */
-  baseEnvironment?: Record<string, string>;
-  /**
-   * How apps are confined: each app's processes as a user of its own, in a bubblewrap sandbox
-   * that shows them their own directory and nothing of the controller, with resource limits,
-   * and no connection to this machine's addresses but the ports given to `prepare`. Null runs
-   * them unconfined as the controller's user: for one trusted developer only.
-   */
-  sandbox: SandboxOptions | null;
-  /** Appended to the reason when the sandbox is wanted but cannot be set up: how the operator fixes it. */
-  sandboxHint?: string;
-}
-
-/** Whether and how apps are confined, as `prepare` found it. */
-export interface SandboxStatus {
-  /** `on`: confined; `off`: unconfined by choice (no sandbox options); `unavailable`: wanted but cannot be set up, so nothing runs. */
-  mode: 'on' | 'off' | 'unavailable';
-  /** Why it is unavailable (with the hint), else null. */
-  problem: string | null;
-}
-
-/** Where a process of an app can be reached. */
-export interface Endpoint {
-  host: string;
-  port: number;
-  /** The container listening there. */
-  id: string;
-}
+export type { BackoffOptions, Endpoint, ProcessSchedulerOptions, SandboxStatus } from './scheduler-options';
 
 /** One supervised container. */
 interface Supervised {
@@ -124,6 +57,8 @@ interface Supervised {
   forgotten: boolean;
   /** The app's user and its /etc files, once it has them (sandboxed only). */
   confinement: Confinement | null;
+  /** The cgroup of the current process (sandboxed only): its memory, CPU and process limits. */
+  cgroup: ProcessCgroup | null;
 }
 
 /** One one-off command being run. */
@@ -202,21 +137,25 @@ export class ProcessScheduler implements Scheduler {
   /**
    * Sets up the confinement of apps once: checks that the sandbox works on this machine and
    * installs the rules that keep apps off this machine's addresses, except `allowLocalPorts`
-   * (the router's; they may be given as a promise, for ports bound after this call). Call it
+   * (the router's; they may be given as a promise, for ports bound after this call), and from
+   * answering on `controllerPorts` (the API's, the router's and the git server's) on any
+   * address. Call it
    * before starting any process; `start` and `run` call it (with no port) when it was not
    * called, and wait for it when it was. When the
    * sandbox is wanted and unavailable, the status says why, and every `start` and `run`
    * rejects with that reason: no app code runs unconfined unless the sandbox option is null.
    */
-  prepare(allowLocalPorts: number[] | Promise<number[]> = []): Promise<SandboxStatus> {
+  prepare(allowLocalPorts: number[] | Promise<number[]> = [], controllerPorts: number[] | Promise<number[]> = []): Promise<SandboxStatus> {
     this.preparing ??= (async (): Promise<SandboxStatus> => {
       if (this.sandbox === null || this.firewall === null) return { mode: 'off', problem: null };
       const hint = this.sandboxHint ? `. ${this.sandboxHint}` : '';
       const problem = await this.sandbox.problem();
       const ports = await allowLocalPorts;
+      const ownPorts = await controllerPorts;
       if (problem !== null) return { mode: 'unavailable', problem: `apps cannot run: the sandbox is unavailable: ${problem}${hint}` };
+      await this.sandbox.cgroups.removeLeftovers();
       try {
-        await this.firewall.install(ports);
+        await this.firewall.install(ports, ownPorts);
         this.firewallInstalled = true;
         // A shutdown meanwhile found no rules to take away.
         if (this.closing !== null) await this.firewall.remove();
@@ -287,6 +226,7 @@ export class ProcessScheduler implements Scheduler {
       tail: new OutputTail(),
       forgotten: false,
       confinement: null,
+      cgroup: null,
     };
     if (spec.command === null) {
       container.state = 'crashed';
@@ -347,32 +287,39 @@ export class ProcessScheduler implements Scheduler {
     const oneOff: OneOff = { id: `run-${randomUUID()}`, app: spec.app, ownDirectory: spec.workdir === null, group: null };
     this.runs.set(oneOff.id, oneOff);
     let port: number | null = null;
+    let cgroup: ProcessCgroup | null = null;
+    let group: ProcessGroup | null = null;
     try {
       const cwd = await this.workdir(spec.app, spec.workdir);
       const confinement = await this.users.confine(spec.app, cwd);
       port = await this.ports.allocate();
       const output = new CappedOutput(spec.outputLimitBytes);
-      const group = await spawnGroup({
+      cgroup = await processCgroup(this.sandbox, 'run', null, null);
+      group = await spawnGroup({
         command: spec.command,
         cwd,
         env: this.environment(spec.env, cwd, port),
         nice: 0,
         onOutput: (chunk) => output.push(chunk),
-        sandboxed: this.sandboxed(spec.app, confinement, cwd, spec.command, 0),
+        sandboxed: this.sandboxed(spec.app, confinement, cwd, spec.command, 0, cgroup),
       });
-      oneOff.group = group;
-      await this.record(oneOff.id, spec.app, 'run', group);
+      const started = group;
+      oneOff.group = started;
+      await this.record(oneOff.id, spec.app, 'run', started);
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
-        void terminateGroup(group, 2000);
+        void terminateGroup(started, 2000);
       }, spec.timeoutSeconds * 1000);
-      const status = await group.exited;
+      const status = await started.exited;
       clearTimeout(timer);
-      await this.drain(group);
-      const notes = timedOut ? [`killed after the timeout of ${spec.timeoutSeconds} s`] : [];
+      await this.drain(started);
+      const oom = await outOfMemory(cgroup);
+      await cgroup?.cgroup.remove();
+      const notes = timedOut ? [`killed after the timeout of ${spec.timeoutSeconds} s`] : oom !== null ? [`a process ${oom}`] : [];
       return { exitCode: timedOut ? RUN_TIMEOUT_EXIT_CODE : exitCodeOf(status), output: output.text(notes) };
     } finally {
+      removeWhenGone(cgroup, group);
       if (port !== null) this.ports.release(port);
       this.records.remove(oneOff.id);
       this.runs.delete(oneOff.id);
@@ -411,6 +358,7 @@ export class ProcessScheduler implements Scheduler {
       const halts = [...this.containers.values()].map((c) => (c.stopped ??= this.halt(c, 'stopped: the controller is shutting down')));
       const runs = [...this.runs.values()].map((r) => (r.group ? terminateGroup(r.group, this.stopTimeoutMs) : Promise.resolve()));
       await Promise.all([...halts, ...runs]);
+      await this.sandbox?.cgroups.removeAll().catch(() => undefined);
       if (this.firewallInstalled) await this.firewall?.remove().catch(() => undefined);
       await this.log.flush();
     })();
@@ -469,6 +417,8 @@ export class ProcessScheduler implements Scheduler {
         await terminateGroup(group, this.stopTimeoutMs);
         this.records.remove(container.spec.id);
       }
+      removeWhenGone(container.cgroup, null);
+      container.cgroup = null;
       throw error;
     }
   }
@@ -482,6 +432,9 @@ export class ProcessScheduler implements Scheduler {
       this.log.write(spec.app, source, line);
     };
     let group: ProcessGroup;
+    const cgroup = await processCgroup(this.sandbox, 'ctr', container.memoryLimit, spec.cpu).catch((error: unknown) => {
+      throw new SpawnFailed(`its cgroup could not be made: ${messageOf(error)}`);
+    });
     try {
       group = await spawnGroup({
         command: spec.command as string,
@@ -489,16 +442,19 @@ export class ProcessScheduler implements Scheduler {
         env: this.environment(spec.env, container.cwd as string, container.port as number),
         nice: niceForCpuShares(spec.cpu),
         onOutput: (chunk, stream) => lines[stream].push(chunk).forEach(emit),
-        sandboxed: this.sandboxed(spec.app, container.confinement, container.cwd as string, spec.command as string, niceForCpuShares(spec.cpu)),
+        sandboxed: this.sandboxed(spec.app, container.confinement, container.cwd as string, spec.command as string, niceForCpuShares(spec.cpu), cgroup),
       });
     } catch (error) {
+      removeWhenGone(cgroup, null);
       throw new SpawnFailed(`it could not be started: ${messageOf(error)}`);
     }
+    container.cgroup = cgroup;
     void group.outputClosed.then(() => [...lines.stdout.end(), ...lines.stderr.end()].forEach(emit));
     container.group = group;
     void group.exited.then((status) => this.exited(container, group, status));
     await this.record(spec.id, spec.app, `${spec.type}.${spec.num}`, group);
-    if (container.memoryLimit !== null) this.watchMemory();
+    // In a sandbox the kernel holds the process to its memory limit (its cgroup's); the watch sees its kills.
+    if (container.memoryLimit !== null || container.cgroup !== null) this.watchMemory();
     if (container.stopping) throw new Error('it was stopped before it was up');
     return group;
   }
@@ -526,7 +482,8 @@ export class ProcessScheduler implements Scheduler {
       if (status === null) return null;
       // Its last lines may still be in the pipes.
       await Promise.race([group.outputClosed, sleep(500)]);
-      return new Error(`it ${container.killedFor ?? describeExit(status)} before it was up${this.lastOutput(container)}`);
+      const oom = await outOfMemory(container.cgroup);
+      return new Error(`it ${oom ?? container.killedFor ?? describeExit(status)} before it was up${this.lastOutput(container)}`);
     };
     if (spec.type !== 'web') {
       await Promise.race([group.exited, sleep(this.settleMs)]);
@@ -575,7 +532,18 @@ export class ProcessScheduler implements Scheduler {
     this.records.remove(container.spec.id);
     // Whatever the shell started goes with it before the process type starts again.
     group.signal('SIGKILL');
-    this.crashed(container, `it ${container.killedFor ?? describeExit(status)}${this.lastOutput(container, 1)}`, 'crashed');
+    const cgroup = container.cgroup;
+    container.cgroup = null;
+    const killedFor = container.killedFor;
+    // Until the reason is read the container is no longer up: a stop meanwhile reports itself.
+    container.state = 'crashed';
+    void outOfMemory(cgroup)
+      .catch(() => null)
+      .then((oom) => {
+        removeWhenGone(cgroup, group);
+        if (container.stopping || this.closing !== null || container.forgotten) return;
+        this.crashed(container, `it ${oom ?? killedFor ?? describeExit(status)}${this.lastOutput(container, 1)}`, 'crashed');
+      });
   }
 
   /** Records a failure and schedules the next start after the back-off. */
@@ -632,6 +600,10 @@ export class ProcessScheduler implements Scheduler {
       // Its last lines reach the log before the stop is reported.
       await Promise.race([group.outputClosed, sleep(1000)]);
     }
+    if (container.launch === null) {
+      removeWhenGone(container.cgroup, null);
+      container.cgroup = null;
+    }
     // A start in progress notices the stop, cleans up after itself and fails.
     if (container.launch) await container.launch.catch(() => undefined);
     if (wasRunning) this.event(container.spec.app, `${container.label} ${what}`);
@@ -669,10 +641,10 @@ export class ProcessScheduler implements Scheduler {
   }
 
   /** The sandbox command line of a process, or null when apps run unconfined. */
-  private sandboxed(app: string, confinement: Confinement | null, cwd: string, command: string, nice: number): { file: string; args: string[] } | null {
+  private sandboxed(app: string, confinement: Confinement | null, cwd: string, command: string, nice: number, cgroup: ProcessCgroup | null): SandboxedCommand | null {
     if (this.sandbox === null) return null;
     if (confinement === null) throw new Error('the app has no user of its own');
-    return this.sandbox.command({ app, uid: confinement.uid, hostDir: cwd, command, nice, etcDir: confinement.etcDir });
+    return this.sandbox.command({ app, uid: confinement.uid, hostDir: cwd, command, nice, etcDir: confinement.etcDir, cgroupProcs: cgroup?.cgroup.procsFiles ?? [] });
   }
 
   /** The working directory: the build's, which must exist, or the app's own, created empty when the app has no process yet. */
@@ -716,9 +688,14 @@ export class ProcessScheduler implements Scheduler {
     this.memoryTimer.unref();
   }
 
+  /**
+   * Kills a container over its memory: one whose cgroup saw the kernel kill a process for want
+   * of memory (the rest of it goes too, as on an engine), or one without a cgroup (unconfined)
+   * whose processes hold more than its limit.
+   */
   private async measureMemory(): Promise<void> {
     if (this.measuring) return;
-    const watched = [...this.containers.values()].filter((c) => c.memoryLimit !== null && c.group !== null && !c.stopping && c.killedFor === null);
+    const watched = [...this.containers.values()].filter((c) => (c.memoryLimit !== null || c.cgroup !== null) && c.group !== null && !c.stopping && c.killedFor === null);
     if (watched.length === 0) {
       if (this.memoryTimer !== null) clearInterval(this.memoryTimer);
       this.memoryTimer = null;
@@ -726,16 +703,21 @@ export class ProcessScheduler implements Scheduler {
     }
     this.measuring = true;
     try {
-      // A sandbox's processes are those of its PID namespace, whatever group or session they are in.
-      const plain = watched.filter((c) => c.group?.namespace() === null);
+      const plain = watched.filter((c) => c.cgroup === null);
       const totals = await groupResidentBytes(new Set(plain.map((c) => (c.group as ProcessGroup).pid)));
-      const byNamespace = plain.length < watched.length ? await processesByNamespace() : new Map<string, number[]>();
       for (const container of watched) {
         const group = container.group;
-        if (group === null || container.stopping || container.memoryLimit === null) continue;
-        const namespace = group.namespace();
-        const used = namespace === null ? (totals.get(group.pid) ?? 0) : await residentBytesOf(byNamespace.get(namespace) ?? []);
-        if (used <= container.memoryLimit) continue;
+        if (group === null || container.stopping) continue;
+        if (container.cgroup !== null) {
+          const oom = await outOfMemory(container.cgroup);
+          if (oom === null || container.group !== group || container.stopping) continue;
+          container.killedFor = oom;
+          this.event(container.spec.app, `${container.label} ran out of memory (a process of it ${oom}): killing it`);
+          group.signal('SIGKILL');
+          continue;
+        }
+        const used = totals.get(group.pid) ?? 0;
+        if (container.memoryLimit === null || used <= container.memoryLimit) continue;
         container.killedFor = `exceeded its memory limit of ${container.spec.memory ?? ''} (${formatBytes(used)} resident) and was killed`;
         this.event(container.spec.app, `${container.label} is over its memory limit of ${container.spec.memory ?? ''} (${formatBytes(used)} resident): killing it`);
         group.signal('SIGKILL');

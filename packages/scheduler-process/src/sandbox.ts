@@ -2,6 +2,9 @@ import { execFile } from 'node:child_process';
 import { existsSync, lstatSync, type Stats, mkdirSync, readFileSync, readlinkSync, renameSync, writeFileSync } from 'node:fs';
 import { lchown, lstat, readdir } from 'node:fs/promises';
 import { delimiter, join, posix } from 'node:path';
+import { memoryLimitBytes } from '@svc/core';
+import { CgroupTree, type CgroupLimits } from './cgroups';
+import { userNamespaceFilter } from './seccomp';
 
 /** A range of user ids, both ends included. */
 export interface UidRange {
@@ -25,6 +28,10 @@ export interface SandboxOptions {
   readOnlyPaths?: string[];
   /** The bubblewrap program. Default: `bwrap` found in PATH (or /usr/bin/bwrap). */
   bwrap?: string;
+  /** The memory limit of a process whose app sets none, e.g. `1G`; null for none. Default `1G`. */
+  defaultMemory?: string | null;
+  /** The CPU limit (1024 = one CPU) of a process whose app sets none; null for none. Default 1024. */
+  defaultCpu?: number | null;
   /**
    * The group id that marks a build's processes (a supplementary group of each build step, which
    * the build network rules match); no file may belong to it. Default: the uid range's first id minus 1.
@@ -62,6 +69,14 @@ const SYSTEM_PATHS = ['/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/lib
 const PRLIMIT = '/usr/bin/prlimit';
 const SETPRIV = '/usr/bin/setpriv';
 const NICE = '/usr/bin/nice';
+const BASH = '/bin/bash';
+
+/**
+ * Run by bash as the app's user, last before the app's command: closes every descriptor but
+ * 0, 1 and 2, whatever the controller's parent left open without close-on-exec. `-p` keeps
+ * the app's environment from running code first (BASH_ENV, functions, SHELLOPTS).
+ */
+const CLOSE_DESCRIPTORS = 'for f in /proc/$$/fd/*; do fd=${f##*/}; if [ "$fd" -gt 2 ] && [ -e "$f" ]; then exec {fd}>&-; fi; done; exec /bin/sh -c "$1"';
 
 /** Where an app's files appear inside its sandbox, and its working directory and HOME. */
 export const APP_MOUNT = '/app';
@@ -73,6 +88,10 @@ export const SANDBOX_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/
 export interface SandboxedCommand {
   file: string;
   args: string[];
+  /** The seccomp filter bubblewrap loads before the command starts (no user namespaces), or null. */
+  seccomp: Buffer | null;
+  /** The `cgroup.procs` files the sandbox's processes are put in before the command starts. */
+  cgroupProcs: string[];
 }
 
 /** A host directory shown inside a sandbox besides the app's own. */
@@ -96,6 +115,8 @@ export interface SandboxCommandOptions {
   binds?: SandboxBind[];
   /** Supplementary groups (the build group); none by default. */
   groups?: number[];
+  /** The cgroup the sandbox runs in (its limits), as `Cgroup.procsFiles`; none by default. */
+  cgroupProcs?: string[];
 }
 
 /** Finds a program in PATH; null when absent. */
@@ -122,7 +143,9 @@ function run(file: string, args: string[], timeoutMs = 10_000): Promise<{ code: 
  * host (no data directory, no other app, no controller file); a private /tmp; its own PID
  * namespace, so it sees only its own processes and every process it starts dies with it;
  * private IPC and host name; no capabilities; the app's own unprivileged user id (one per
- * app, recorded in `<stateDir>/uids.json`); resource limits with prlimit. Needs root.
+ * app, recorded in `<stateDir>/uids.json`); resource limits with prlimit; a cgroup of its own
+ * (memory, CPU time, processes); no new user namespace (a seccomp filter); no descriptor but
+ * 0, 1 and 2; a private, bounded /tmp it can write. Needs root.
  */
 export class Sandbox {
   private readonly uidRange: UidRange;
@@ -133,6 +156,11 @@ export class Sandbox {
   private readonly readOnlyPaths: string[];
   /** The supplementary group of build steps, which no app process has. */
   readonly buildGroup: number;
+  /** The cgroups of this sandbox's containers and build steps, under `svc/<first uid of the range>`. */
+  readonly cgroups: CgroupTree;
+  /** The memory (bytes) and CPU (1024 = one CPU) of a process whose app sets none; null for none. */
+  readonly defaults: { memoryBytes: number | null; cpu: number | null };
+  private readonly seccomp = userNamespaceFilter();
 
   constructor(
     private readonly stateDir: string,
@@ -152,10 +180,22 @@ export class Sandbox {
       tmpBytes: options.tmpBytes ?? 64 * 1024 ** 2,
     };
     this.readOnlyPaths = options.readOnlyPaths ?? [];
+    this.cgroups = new CgroupTree(String(from));
+    const cpu = options.defaultCpu === undefined ? 1024 : options.defaultCpu;
+    this.defaults = { memoryBytes: memoryLimitBytes(options.defaultMemory === undefined ? '1G' : options.defaultMemory), cpu: cpu === 0 ? null : cpu };
     this.buildGroup = options.buildGroup ?? from - 1;
     if (!Number.isInteger(this.buildGroup) || this.buildGroup < 1 || this.buildGroup > 4294967294 || (this.buildGroup >= from && this.buildGroup <= to)) {
       throw new Error(`invalid build group ${this.buildGroup}: a group id outside the uid range ${from}-${to}`);
     }
+  }
+
+  /** The cgroup limits of a process: its own memory and CPU, else the defaults; the process limit of an app. */
+  cgroupLimits(memoryBytes: number | null, cpu: number | null): CgroupLimits {
+    return {
+      memoryBytes: memoryBytes ?? this.defaults.memoryBytes,
+      cpuShares: cpu !== null && cpu > 0 ? cpu : this.defaults.cpu,
+      pids: this.limits.processes,
+    };
   }
 
   /** The uid range apps get. */
@@ -173,7 +213,10 @@ export class Sandbox {
       return 'the controller does not run as root, which the sandbox needs to run each app as a user of its own';
     }
     if (this.bwrapPath === null) return 'bubblewrap (bwrap) is not installed';
-    for (const tool of [PRLIMIT, SETPRIV, NICE]) if (!existsSync(tool)) return `${tool} is missing (util-linux, coreutils)`;
+    for (const tool of [PRLIMIT, SETPRIV, NICE, BASH]) if (!existsSync(tool)) return `${tool} is missing (util-linux, coreutils, bash)`;
+    if (this.seccomp === null) return `no seccomp filter is known for the architecture ${process.arch}`;
+    const cgroups = await this.cgroups.problem();
+    if (cgroups !== null) return cgroups;
     const uid = this.uidRange.to;
     const probeDir = join(this.stateDir, 'probe');
     mkdirSync(probeDir, { recursive: true, mode: 0o700 });
@@ -273,6 +316,9 @@ export class Sandbox {
       '/proc',
       '--dev',
       '/dev',
+      // Writable by the app's user, as a system's /tmp is.
+      '--perms',
+      '1777',
       '--size',
       String(this.limits.tmpBytes),
       '--tmpfs',
@@ -307,11 +353,14 @@ export class Sandbox {
       '--bounding-set=-all',
       '--no-new-privs',
       '--',
-      '/bin/sh',
+      BASH,
+      '-p',
       '-c',
+      CLOSE_DESCRIPTORS,
+      'svc-app',
       options.command,
     );
-    return { file: this.bwrapPath, args };
+    return { file: this.bwrapPath, args, seccomp: this.seccomp, cgroupProcs: options.cgroupProcs ?? [] };
   }
 
   private loadUids(): Map<string, number> {

@@ -8,6 +8,7 @@ import { describeStepEnd, startStep, type RunningStep, type StepOutcome } from '
 import { formatSeconds, niceForCpuShares } from './limits';
 import type { LentUser } from './app-users';
 import { APP_MOUNT, giveTree, SANDBOX_PATH, type SandboxBind } from './sandbox';
+import { outOfMemory, processCgroup, type ProcessCgroup } from './container-limits';
 
 /** Where a build's directories appear inside the sandbox of its steps (BUILD_DIR is the app's own `/app`). */
 export const BUILD_PATHS = {
@@ -30,7 +31,10 @@ export interface ProcessSourceCompilerOptions {
   dataDir: string;
   /** The most resident memory of all the processes of a build step together; null for none. Default 1 GiB. */
   memoryLimitBytes?: number | null;
-  /** The CPU weight of build steps, as an app's `cpu` (1024 is the default weight). Default null: unchanged. */
+  /**
+   * The CPU of build steps, as an app's `cpu`: in the sandbox a limit (1024 = one CPU; null: the
+   * sandbox's default), and a weight (niceness) below 1024. Default null.
+   */
   cpuShares?: number | null;
   /** The longest a single step (detect, compile or release) may run. Default 10 minutes. */
   stepTimeoutMs?: number;
@@ -57,7 +61,7 @@ export class ProcessSourceCompiler implements SourceCompiler {
   private readonly tmpRoot: string;
   /** The caches of the builds in progress. */
   private readonly building = new Set<string>();
-  readonly limits: { memoryBytes: number | null; nice: number; stepMs: number; buildMs: number; cacheBytes: number; outputBytes: number };
+  readonly limits: { memoryBytes: number | null; cpuShares: number | null; nice: number; stepMs: number; buildMs: number; cacheBytes: number; outputBytes: number };
 
   constructor(private readonly options: ProcessSourceCompilerOptions) {
     const dataDir = resolve(options.dataDir);
@@ -65,6 +69,7 @@ export class ProcessSourceCompiler implements SourceCompiler {
     this.tmpRoot = join(dataDir, 'build-tmp');
     this.limits = {
       memoryBytes: options.memoryLimitBytes === undefined ? 1024 ** 3 : options.memoryLimitBytes,
+      cpuShares: options.cpuShares ?? null,
       nice: niceForCpuShares(options.cpuShares ?? null),
       stepMs: options.stepTimeoutMs ?? 10 * 60_000,
       buildMs: options.buildTimeoutMs ?? 15 * 60_000,
@@ -245,7 +250,13 @@ class ProcessCompileSession implements CompileSession {
     const env: Record<string, string> = { PATH: sandbox === null ? (process.env.PATH ?? SANDBOX_PATH) : SANDBOX_PATH, HOME: paths.home, LANG: 'C.UTF-8' };
     if (existsSync(CA_BUNDLE)) env.NODE_EXTRA_CA_CERTS = CA_BUNDLE;
     let sandboxed = null;
+    let own: ProcessCgroup | null = null;
     if (sandbox !== null && this.user.uid !== null) {
+      try {
+        own = await processCgroup(sandbox, 'build', limits.memoryBytes, limits.cpuShares);
+      } catch (error) {
+        throw buildFailed(`bin/${name} of the buildpack ${buildpack.name} could not be started: its cgroup could not be made: ${error instanceof Error ? error.message : String(error)}`);
+      }
       const binds: SandboxBind[] = [
         { host: this.dirs.cache, path: BUILD_PATHS.cache, writable: true },
         { host: this.dirs.envDir, path: BUILD_PATHS.env, writable: false },
@@ -261,6 +272,7 @@ class ProcessCompileSession implements CompileSession {
         etcDir: this.user.etcDir,
         binds,
         groups: [sandbox.buildGroup],
+        cgroupProcs: own?.cgroup.procsFiles ?? [],
       });
     }
     const byBuild = left < limits.stepMs;
@@ -279,13 +291,19 @@ class ProcessCompileSession implements CompileSession {
         onLine,
       });
     } catch (error) {
+      await own?.cgroup.remove();
       throw buildFailed(`bin/${name} of the buildpack ${buildpack.name} could not be started: ${error instanceof Error ? error.message : String(error)}`);
     }
     this.running = running;
     try {
-      return await running.done;
+      const outcome = await running.done;
+      // The kernel's kill for memory is the reason, not the signal it sent.
+      const oom = await outOfMemory(own);
+      return oom !== null && outcome.killedFor === null ? { ...outcome, killedFor: oom } : outcome;
     } finally {
       this.running = null;
+      // Nothing of the step runs any more once `done` has resolved.
+      await own?.cgroup.remove();
     }
   }
 }

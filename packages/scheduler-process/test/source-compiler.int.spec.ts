@@ -81,6 +81,31 @@ printf 'dangling' > "$1/out/link-target" && ln -s /app/out/link-target "$1/out/l
     expect(run.output).toBe(`compiled\ndangling${uid}\n`);
   });
 
+  it('confines a compile as an app: no user namespace, descriptors 0-2 only, a writable /tmp, and a cgroup with its limits', async () => {
+    await t.setUp();
+    const buildpack = await fixtureBuildpack('prober', {
+      compile: `unshare -U true 2>&1; echo "unshare $?"
+echo "fds $(ls /proc/self/fd | tr '\\n' ' ')"
+echo t > /tmp/t && echo "tmp $(cat /tmp/t)"
+echo "cgroup $(cat /proc/self/cgroup | grep -E 'memory|^0::' | head -1)"`,
+    });
+    const session = await t.compiler.open(await t.checkout('prober', { 'a.txt': 'a' }));
+    const output: string[] = [];
+    try {
+      await session.compile(buildpack, (line) => output.push(line));
+    } finally {
+      await session.discard();
+    }
+
+    expect(output).toContain('unshare 1');
+    expect(output.join('\n')).toContain('Operation not permitted');
+    // `ls` holds the directory it reads (3) besides 0-2; `$(…)` in sh reads a pipe as its stdout.
+    expect(output.find((line) => line.startsWith('fds '))).toMatch(/^fds 0 1 2 3 $/);
+    expect(output).toContain('tmp t');
+    // The step's own cgroup (the namespace was made before it entered, so the path is relative).
+    expect(output.find((line) => line.startsWith('cgroup '))).toMatch(new RegExp(`/svc/${t.uidRange.from}/build-[0-9a-f-]{36}$`));
+  });
+
   it('says a non-matching detect with null, and fails a compile that exits non-zero with BUILD.FAILED', async () => {
     await t.setUp();
     const buildpack = await fixtureBuildpack('failing', { detect: 'exit 1', compile: 'echo trying; exit 3' });
@@ -192,7 +217,10 @@ if [ -n "$(cat "$3/BIG" 2>/dev/null)" ]; then head -c 1048576 /dev/zero > "$2/bi
     expect(await uidHasProcesses(await t.uidOf('bomber'))).toBe(false);
 
     const hog = `node -e "const a = []; setInterval(() => a.push(Buffer.alloc(32 * 1024 * 1024, 1)), 50)"`;
-    expect(await compileWith('hog', hog)).toMatchObject({ message: expect.stringMatching(/bin\/compile of the buildpack hostile held more memory than its limit of 128.0 MiB/) });
+    // The step's cgroup holds it to the limit (the kernel kills it); the poll would catch a slower one.
+    expect(await compileWith('hog', hog)).toMatchObject({
+      message: expect.stringMatching(/bin\/compile of the buildpack hostile (was killed for using more than its memory limit of 128\.0 MiB \(out of memory\)|held more memory than its limit of 128\.0 MiB)/),
+    });
     expect(await uidHasProcesses(await t.uidOf('hog'))).toBe(false);
   });
 

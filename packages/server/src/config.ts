@@ -440,6 +440,9 @@ function sandbox(env: Env): SandboxOptions | null {
     tmpBytes: integer(env, 'SANDBOX_TMP_SIZE', 64 * 1024 ** 2, 1024 * 1024, Number.MAX_SAFE_INTEGER),
     readOnlyPaths: readOnlyPaths(env),
     bwrap: text(env, 'SANDBOX_BWRAP', 'bwrap'),
+    // The same meaning and form as DOCKER_DEFAULT_MEMORY and DOCKER_DEFAULT_CPU, for the sandbox's cgroups.
+    defaultMemory: defaultMemory(env, 'SANDBOX_DEFAULT_MEMORY'),
+    defaultCpu: defaultCpu(env, 'SANDBOX_DEFAULT_CPU'),
   };
 }
 
@@ -472,8 +475,8 @@ function docker(env: Env): DockerSettings {
     readonlyRootfs: flag(env, 'DOCKER_READONLY_ROOTFS', false),
     pullPolicy: oneOf(env, 'DOCKER_PULL_POLICY', 'missing', ['missing', 'always'] as const),
     guardHost: flag(env, 'DOCKER_HOST_GUARD', true),
-    defaultMemory: defaultMemory(env),
-    defaultCpu: ((shares) => (shares === 0 ? null : shares))(integer(env, 'DOCKER_DEFAULT_CPU', 1024, 0, 1024 * 1024)),
+    defaultMemory: defaultMemory(env, 'DOCKER_DEFAULT_MEMORY'),
+    defaultCpu: defaultCpu(env, 'DOCKER_DEFAULT_CPU'),
   };
 }
 
@@ -502,14 +505,20 @@ function swarm(env: Env): SwarmSettings {
   };
 }
 
-/** `DOCKER_DEFAULT_MEMORY`: a limit such as `1G` or `512M` (default `1G`), or `none`. */
-function defaultMemory(env: Env): string | null {
-  const value = text(env, 'DOCKER_DEFAULT_MEMORY', '1G');
+/** `DOCKER_DEFAULT_MEMORY`, `SANDBOX_DEFAULT_MEMORY`: a limit such as `1G` or `512M` (default `1G`), or `none`. */
+function defaultMemory(env: Env, variable: string): string | null {
+  const value = text(env, variable, '1G');
   if (value.toLowerCase() === 'none') return null;
   if (!/^[1-9][0-9]*(B|K|M|G|KB|MB|GB)$/i.test(value)) {
-    throw new ConfigError('DOCKER_DEFAULT_MEMORY', `must be a size such as 512M or 1G, or none, got "${value}"`);
+    throw new ConfigError(variable, `must be a size such as 512M or 1G, or none, got "${value}"`);
   }
   return value;
+}
+
+/** `DOCKER_DEFAULT_CPU`, `SANDBOX_DEFAULT_CPU`: a CPU limit, 1024 = one CPU (default 1024); 0 for none (null). */
+function defaultCpu(env: Env, variable: string): number | null {
+  const shares = integer(env, variable, 1024, 0, 1024 * 1024);
+  return shares === 0 ? null : shares;
 }
 
 /** `CORS_ALLOWED_ORIGINS`: `*`, or origins such as `https://ui.example.com` (scheme, host, optional port). */

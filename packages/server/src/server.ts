@@ -96,6 +96,24 @@ function configuredHost(host: string): string[] {
   return name === '0.0.0.0' || name === '::' || name.includes(':') || /^[0-9.]+$/.test(name) ? [] : [name];
 }
 
+/**
+ * The port of the controller's PostgreSQL when `DATABASE_URL` names this machine (`localhost`,
+ * a `127.x` address, `::1`): no app may answer on it at another loopback address either. Null
+ * for another host, or without a URL.
+ */
+export function localDatabasePort(url: string | null): number | null {
+  if (url === null) return null;
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return null;
+  }
+  const host = parsed.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const local = host === '' || host === 'localhost' || host.endsWith('.localhost') || /^127\./.test(host) || host === '::1';
+  return local ? Number(parsed.port || 5432) : null;
+}
+
 /** Logs refused connections at most once every 10 s with how many there were, so that a flood does not flood the log. */
 export function refusalLog(logger: Logger, server: string): (reason: 'total' | 'address', client: string) => void {
   let last = 0;
@@ -344,9 +362,14 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
 
   // Leftovers of an earlier controller process that was killed go before any port is bound.
   // The router's ports are allowed to apps once bound; nothing of an app runs before that.
-  let routerBound: (ports: number[]) => void = () => undefined;
-  const routerPorts = new Promise<number[]>((resolveRouterPorts) => (routerBound = resolveRouterPorts));
-  const sandboxReady = processScheduler?.prepare(routerPorts) ?? null;
+  // So are the controller's own ports (API, router, git): no app may answer on them, on any address.
+  let routerBound: (ports: number[], own?: number[]) => void = () => undefined;
+  const routerPorts = new Promise<{ router: number[]; own: number[] }>((resolvePorts) => (routerBound = (router, own = []) => resolvePorts({ router, own })));
+  const sandboxReady =
+    processScheduler?.prepare(
+      routerPorts.then((ports) => ports.router),
+      routerPorts.then((ports) => ports.own),
+    ) ?? null;
   try {
     if (processScheduler !== null) {
       const reaped = await processScheduler.reapOrphans();
@@ -433,7 +456,8 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   // Every port of the controller is bound before any app code runs, so no app can take one.
   if (processScheduler !== null) {
     try {
-      routerBound([routerPort, routerTlsPort].filter((port): port is number => port !== null));
+      const bound = (ports: Array<number | null>): number[] => ports.filter((port): port is number => port !== null);
+      routerBound(bound([routerPort, routerTlsPort]), bound([address.port, gitPort, routerPort, routerTlsPort, localDatabasePort(config.databaseUrl)]));
       sandbox = await (sandboxReady as Promise<SandboxStatus>);
       if (sandbox.mode === 'on') logger.info({ sandbox: 'on' }, 'apps run sandboxed: a user of their own each, no view of the controller, no connection to this machine but the router');
       else if (sandbox.mode === 'off') logger.warn({ sandbox: 'off' }, `${UNSAFE_SWITCH} is set: apps run UNCONFINED as the controller's user; for one trusted developer only`);

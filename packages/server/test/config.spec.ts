@@ -62,6 +62,8 @@ describe('loadConfig', () => {
       tmpBytes: 64 * 1024 ** 2,
       readOnlyPaths: [],
       bwrap: 'bwrap',
+      defaultMemory: '1G',
+      defaultCpu: 1024,
     });
     expect(
       loadConfig({
@@ -72,6 +74,8 @@ describe('loadConfig', () => {
         SANDBOX_TMP_SIZE: '2097152',
         SANDBOX_READ_ONLY_PATHS: '/opt/node:/srv/runtime',
         SANDBOX_BWRAP: '/opt/bubblewrap/bin/bwrap',
+        SANDBOX_DEFAULT_MEMORY: '512M',
+        SANDBOX_DEFAULT_CPU: '256',
       }).processes.sandbox,
     ).toEqual({
       uidRange: { from: 300000, to: 300999 },
@@ -81,7 +85,11 @@ describe('loadConfig', () => {
       tmpBytes: 2097152,
       readOnlyPaths: ['/opt/node', '/srv/runtime'],
       bwrap: '/opt/bubblewrap/bin/bwrap',
+      defaultMemory: '512M',
+      defaultCpu: 256,
     });
+    expect(loadConfig({ SANDBOX_DEFAULT_MEMORY: 'none', SANDBOX_DEFAULT_CPU: '0' }).processes.sandbox).toMatchObject({ defaultMemory: null, defaultCpu: null });
+    expect(() => loadConfig({ SANDBOX_DEFAULT_MEMORY: 'lots' })).toThrow('SANDBOX_DEFAULT_MEMORY');
     expect(loadConfig({ UNSAFE_SINGLE_USER_DEV: '1' }).processes.sandbox).toBeNull();
     expect(loadConfig({ UNSAFE_SINGLE_USER_DEV: 'false' }).processes.sandbox).not.toBeNull();
   });

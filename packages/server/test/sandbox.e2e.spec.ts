@@ -1,5 +1,5 @@
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +34,34 @@ setInterval(() => {
   }
 }, 20);
 `;
+
+/** A squatter: serves its PORT, and listens on every address form of each port in TARGETS, printing what it binds and receives. */
+const SQUATTER = `
+const net = require('net');
+require('http').createServer((req, res) => res.end('app')).listen(Number(process.env.PORT));
+for (const port of (process.env.TARGETS || '').split(',').map(Number)) for (const host of ['127.0.0.1', '127.0.0.2', '::1', '::', '0.0.0.0']) {
+  const server = net.createServer((c) => { c.on('data', (d) => console.log('STOLEN ' + d)); c.on('error', () => undefined); c.write('squatter'); });
+  server.on('error', () => undefined);
+  server.listen({ port, host, ipv6Only: host === '::' }, () => console.log('bound ' + host + ' ' + port));
+}
+`;
+
+/** Sends a login to host:port over TCP and resolves with the answer (or the error, or `timeout`). */
+function sendLogin(host: string, port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port });
+    let answer = '';
+    const finish = (text: string): void => {
+      socket.destroy();
+      resolve(text);
+    };
+    socket.setTimeout(1500, () => finish(answer || 'timeout'));
+    socket.on('connect', () => socket.write('POST /v1/auth/login HTTP/1.1\r\nHost: x\r\nContent-Length: 17\r\n\r\npassword=hunter2\n'));
+    socket.on('data', (chunk: Buffer) => (answer += chunk.toString()));
+    socket.on('end', () => finish(answer));
+    socket.on('error', (error: NodeJS.ErrnoException) => finish(answer || (error.code ?? 'error')));
+  });
+}
 
 /** A command that connects to 127.0.0.1:<port> and prints `connected` or the error code. */
 const connectTo = (port: number): string =>
@@ -165,6 +193,47 @@ describeWithSandbox('a hostile app owner with SCHEDULER=process and no container
     expect((await mallory.api.delete('/v1/apps/detacher/')).status).toBe(204);
 
     expect(await uidHasProcesses(Number(uid))).toBe(false);
+  });
+
+  it('never lets an app answer on the API or router port at another address ([::1], [::], 127.0.0.2): a client on localhost never reaches it', async () => {
+    expect((await mallory.api.post('/v1/apps/', { id: 'squatter' })).status).toBe(201);
+    expect((await mallory.api.post('/v1/apps/squatter/config/', { values: { TARGETS: `${apiPort},${routerPort}` } })).status).toBe(201);
+    expect((await mallory.api.post('/v1/apps/squatter/builds/', { image: 'example/squatter:v1', procfile: { web: inlineNode(SQUATTER) } })).status).toBe(201);
+    const logText = async (): Promise<string> => (await mallory.api.get('/v1/apps/squatter/logs/', { headers: { Accept: 'text/plain' } })).text;
+    const deadline = Date.now() + 10_000;
+    while (!(await logText()).includes(`bound ::1 ${apiPort}`) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+    // It did bind the loopback forms the controller does not listen on.
+    expect(await logText()).toContain(`bound ::1 ${apiPort}`);
+
+    const answers = await Promise.all([apiPort, routerPort].flatMap((port) => ['localhost', '::1', '127.0.0.2', '127.0.0.1'].map(async (host) => `${host} ${port}: ${await sendLogin(host, port)}`)));
+
+    for (const answer of answers) expect(answer).not.toContain('squatter');
+    // The controller still answers where it listens.
+    expect(answers.find((a) => a.startsWith(`127.0.0.1 ${apiPort}:`))).toContain('HTTP/1.1');
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await logText()).not.toContain('STOLEN');
+    expect(await logText()).not.toContain('hunter2');
+    expect((await mallory.api.delete('/v1/apps/squatter/')).status).toBe(204);
+  });
+
+  it('kills an app over its memory limit and shows its container crashed, with the reason in its log', async () => {
+    expect((await mallory.api.post('/v1/apps/', { id: 'glutton' })).status).toBe(201);
+    expect((await mallory.api.post('/v1/apps/glutton/config/', { memory: { web: '64M' } })).status).toBe(201);
+    const web = inlineNode("require('http').createServer((q, r) => r.end('up')).listen(Number(process.env.PORT)); setTimeout(() => { const hog = []; for (let i = 0; i < 10; i++) hog.push(Buffer.alloc(20 * 1000 * 1000, 1)); }, 1500)");
+    expect((await mallory.api.post('/v1/apps/glutton/builds/', { image: 'example/glutton:v1', procfile: { web } })).status).toBe(201);
+
+    const reason = 'crashed: it was killed for using more than its memory limit of 64.0 MiB (out of memory)';
+    let states: string[] = [];
+    let logs = '';
+    const deadline = Date.now() + 30_000;
+    while (Date.now() < deadline && !(states.includes('crashed') && logs.includes(reason))) {
+      states = [...states, ...(await mallory.api.get<{ results: Array<{ state: string }> }>('/v1/apps/glutton/containers/')).body.results.map((c) => c.state)];
+      logs = (await mallory.api.get('/v1/apps/glutton/logs/', { headers: { Accept: 'text/plain' } })).text;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(states).toContain('crashed');
+    expect(logs).toContain(reason);
+    expect((await mallory.api.delete('/v1/apps/glutton/')).status).toBe(204);
   });
 
   it('never lets an app take the API or router port across a controller restart', async () => {

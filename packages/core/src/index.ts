@@ -11,6 +11,7 @@ export * from './ports/builds';
 export * from './ports/observers';
 export * from './version/policy';
 export * from './rules/apps';
+export * from './rules/build-slots';
 export * from './rules/buildpacks';
 export * from './rules/config';
 export * from './rules/connections';

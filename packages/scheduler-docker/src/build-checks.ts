@@ -81,18 +81,20 @@ export async function assertImageReadable(docker: Docker, reference: string, app
  * app may not read, fetches a URL, or asks for mounts or networks of its own.
  * @throws RequestRejected `BUILD.FAILED`.
  */
-export async function assertBuildReferences(docker: Docker, request: ImageBuildRequest, allowed: readonly string[]): Promise<void> {
+export async function assertBuildReferences(docker: Docker, request: ImageBuildRequest, allowed: readonly string[]): Promise<{ text: string; stageLines: number[] }> {
   const path = join(request.directory, 'Dockerfile');
   // Read only as what it is in the commit: a regular file, never through a link.
   const stats = await lstat(path).catch(() => null);
   if (stats === null || !stats.isFile()) throw buildFailed('the Dockerfile must be a regular file at the top of the commit.');
   if (stats.size > 1024 * 1024) throw buildFailed('the Dockerfile is larger than 1 MiB.');
-  let images: string[];
+  const text = await readFile(path, 'utf8');
+  let read: ReturnType<typeof readDockerfile>;
   try {
-    images = readDockerfile(await readFile(path, 'utf8')).images;
+    read = readDockerfile(text);
   } catch (error) {
     if (error instanceof UnreadableReference) throw buildFailed(`${error.message}.`);
     throw error;
   }
-  for (const reference of images) await assertImageReadable(docker, reference, request.app, request.appUuid, allowed);
+  for (const reference of read.images) await assertImageReadable(docker, reference, request.app, request.appUuid, allowed);
+  return { text, stageLines: read.stageLines };
 }

@@ -194,3 +194,15 @@ export function readDockerfile(dockerfile: string): DockerfileReads {
 export function imageReferences(dockerfile: string): string[] {
   return readDockerfile(dockerfile).images;
 }
+
+/**
+ * The Dockerfile with a `LABEL` of `labels` right after each stage's FROM instruction: every
+ * intermediate image the classic builder keeps of the build (the parents of the final image)
+ * then carries them too, not only the last one.
+ */
+export function labelStages(dockerfile: string, stageLines: readonly number[], labels: Readonly<Record<string, string>>): string {
+  const label = `LABEL ${Object.entries(labels).map(([key, value]) => `${JSON.stringify(key)}=${JSON.stringify(value)}`).join(' ')}`;
+  const lines = dockerfile.split('\n');
+  for (const line of [...stageLines].sort((a, b) => b - a)) lines.splice(line + 1, 0, label);
+  return lines.join('\n');
+}

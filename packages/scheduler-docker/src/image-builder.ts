@@ -12,6 +12,7 @@ import type { RegistryLogin } from './registry-login';
 import { PUSHED_TAG, pushBuild } from './registry-push';
 import { assertBuildReferences, assertEngineConfinesBuilds } from './build-checks';
 import { APP_UUID_LABEL } from './image-references';
+import { labelStages } from './dockerfile-references';
 
 /** The user (uid and gid) apps run as: a Procfile build's files in `/app` belong to it. */
 export const APP_UID = 10000;
@@ -170,11 +171,13 @@ export class DockerImageBuilder implements ImageBuilder {
     if ((await sizeOf(request.directory, limit, excluded)) > limit) {
       throw buildFailed(`the commit's files take more than ${Math.floor(limit / MIB)} MiB, the most a build may send to the engine.`);
     }
+    let dockerfile: string | null = null;
     if (request.kind === 'dockerfile') {
       if (this.options.requireUserNamespaces) await assertEngineConfinesBuilds(this.docker);
-      await assertBuildReferences(this.docker, request, this.allowedRegistries);
+      const read = await assertBuildReferences(this.docker, request, this.allowedRegistries);
+      dockerfile = labelStages(read.text, read.stageLines, { [APP_LABEL]: request.app, [APP_UUID_LABEL]: request.appUuid });
     }
-    const context = request.kind === 'dockerfile' ? pack(request.directory, { ignore: excluded }) : this.stackContext(request.directory);
+    const context = dockerfile !== null ? this.dockerfileContext(request.directory, excluded, dockerfile) : this.stackContext(request.directory);
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), this.options.timeoutMs);
     const seen: string[] = [];
@@ -243,10 +246,36 @@ export class DockerImageBuilder implements ImageBuilder {
     return removed.sort();
   }
 
+  /** Removes every image built for the app with that id and uuid (a deleted app's), in use or not; another app's of the same id stay. */
+  async removeApp(app: string, appUuid: string): Promise<void> {
+    const images = await this.docker.listImages({ all: true, filters: JSON.stringify({ label: [`${APP_LABEL}=${app}`, `${APP_UUID_LABEL}=${appUuid}`] }) });
+    // Newest first: an image's parents go once their children have.
+    for (const image of images.sort((a, b) => b.Created - a.Created)) {
+      try {
+        await this.docker.getImage(image.Id).remove({ force: true });
+      } catch (error) {
+        if (statusOf(error) !== 404 && statusOf(error) !== 409) throw error;
+      }
+    }
+  }
+
   /** Whether `name` is one this builder pushed a build of `app` under (`<registry>/<app>:build-<id>`). */
   private isPushedName(app: string, name: string): boolean {
     const repository = `${this.registry ?? ''}/${app}:`;
     return this.registry !== null && name.startsWith(repository) && PUSHED_TAG.test(name.slice(repository.length));
+  }
+
+  /** The build context of a Dockerfile commit: its files less those ignored, its Dockerfile replaced by the labelled one. */
+  private dockerfileContext(directory: string, excluded: Excluded, dockerfile: string): Readable & { destroy(): void } {
+    const own = join(directory, 'Dockerfile');
+    return pack(directory, {
+      ignore: (path) => path === own || excluded(path),
+      finalize: false,
+      finish: (tar) => {
+        tar.entry({ name: 'Dockerfile', mode: 0o644 }, dockerfile);
+        tar.finalize();
+      },
+    });
   }
 
   /** The build context of a Procfile-only commit: its files under `app/`, and a Dockerfile laying them onto the stack. */

@@ -1,4 +1,4 @@
-import { UnreadableReference, imageReferences, lexWord, readDockerfile } from '../src/dockerfile-references';
+import { UnreadableReference, imageReferences, labelStages, lexWord, readDockerfile } from '../src/dockerfile-references';
 
 describe('imageReferences', () => {
   it('lists FROM images and COPY --from images, leaving out stage names, stage numbers and scratch', () => {
@@ -87,5 +87,12 @@ describe('imageReferences', () => {
 
   it('tells where each stage starts', () => {
     expect(readDockerfile('FROM a:1 \\\n  AS x\nRUN true\nFROM b:2\n').stageLines).toEqual([1, 3]);
+  });
+
+  it('labels every stage right after its FROM instruction', () => {
+    const text = 'FROM a:1 \\\n  AS x\nRUN true\nFROM b:2';
+    expect(labelStages(text, readDockerfile(text).stageLines, { 'svc.app': 'me', 'svc.app-uuid': 'u"1' })).toBe(
+      'FROM a:1 \\\n  AS x\nLABEL "svc.app"="me" "svc.app-uuid"="u\\"1"\nRUN true\nFROM b:2\nLABEL "svc.app"="me" "svc.app-uuid"="u\\"1"',
+    );
   });
 });

@@ -80,6 +80,11 @@ describeWithEngine('hostile Dockerfile builds against a real engine', (engine) =
     }
   }, 120_000);
 
+  it('labels every intermediate image of a build with its app, not only the last one', async () => {
+    const parent = await engine().getImage(victimLayer).inspect();
+    expect(parent.Config.Labels).toMatchObject({ [APP_LABEL]: victim, 'svc.app-uuid': `uuid-${victim}` });
+  });
+
   it('refuses an image named by its id or an id prefix, the unnamed layers of another app\'s build included', async () => {
     const short = victimLayer.replace(/^sha256:/, '').slice(0, 12);
     for (const reference of [victimId, victimLayer, short, victimId.replace(/^sha256:/, '').slice(0, 16), short.slice(0, 6)]) {
@@ -129,4 +134,15 @@ describeWithEngine('hostile Dockerfile builds against a real engine', (engine) =
     for (const layer of layers) if (await imageExists(engine(), layer)) left.push(layer);
     expect({ layers, left }).toEqual({ layers, left: [] });
   }, 180_000);
+
+  it('removes a deleted app\'s images, its intermediate layers included; an app re-created under its name cannot build from them meanwhile', async () => {
+    const again = new DockerImageBuilder(engine(), { stackImage: BUSYBOX_IMAGE, timeoutMs: 120_000 });
+    const reborn = async () => again.build({ app: victim, appUuid: 'uuid-of-the-new-app', directory: await checkout('reborn', { Dockerfile: `FROM ${victim}:1\n` }), kind: 'dockerfile' }, () => undefined);
+    expect(await failureOf(reborn())).toMatch(/another app/);
+
+    await builder.removeApp(victim, `uuid-${victim}`);
+
+    expect(await engine().listImages({ all: true, filters: JSON.stringify({ label: [`${APP_LABEL}=${victim}`] }) })).toEqual([]);
+    expect(await imageExists(engine(), victimLayer)).toBe(false);
+  }, 120_000);
 });

@@ -446,7 +446,7 @@ function sandbox(env: Env): SandboxOptions | null {
 }
 
 /** The Docker scheduler's settings; DOCKER_HOST is checked even when another scheduler runs (it may be picked). */
-function docker(env: Env): DockerSettings {
+function docker(env: Env, registry: string | null = null): DockerSettings {
   const host = env.DOCKER_HOST?.trim() ? env.DOCKER_HOST.trim() : null;
   try {
     dockerHostOptions(host);
@@ -476,7 +476,8 @@ function docker(env: Env): DockerSettings {
     guardHost: flag(env, 'DOCKER_HOST_GUARD', true),
     defaultMemory: defaultMemory(env),
     defaultCpu: ((shares) => (shares === 0 ? null : shares))(integer(env, 'DOCKER_DEFAULT_CPU', 1024, 0, 1024 * 1024)),
-    registryAllow: registryAllow(env),
+    // The platform's own registry is where released builds are pulled from.
+    registryAllow: [...registryAllow(env), ...(registry === null ? [] : [registry])],
     logLimit: { maxSize: logSize(env), maxFiles: integer(env, 'DOCKER_LOG_MAX_FILE', 3, 1, 100) },
   };
 }
@@ -651,7 +652,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
       stopTimeoutMs: integer(env, 'PROCESS_STOP_TIMEOUT_SECONDS', 10, 0, 600) * 1000,
       sandbox: sandbox(env),
     },
-    docker: docker(env),
+    docker: docker(env, registry),
     swarm: swarm(env),
     schedulerChaos: chaos(env),
     apiVersion: oneOf<ApiVersion>(env, 'SVC_API_VERSION', '1.7', API_VERSIONS),

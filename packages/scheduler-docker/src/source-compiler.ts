@@ -248,9 +248,13 @@ export class DockerSourceCompiler implements SourceCompiler {
 
   /** The commit's files into /app, the app's user's. */
   private async copySource(container: Docker.Container, directory: string): Promise<void> {
-    const archive = pack(directory, { map: (header) => ({ ...header, uid: 10000, gid: 10000, uname: 'app', gname: 'app' }) });
+    // Named from the root, so that /app itself (the archive's first entry) is the app's user's too: the app writes new files there.
+    const top = COMPILE_PATHS.build.replace(/^\/+/, '');
+    const archive = pack(directory, {
+      map: (header) => ({ ...header, name: header.name === '.' ? top : `${top}/${header.name}`, uid: 10000, gid: 10000, uname: 'app', gname: 'app' }),
+    });
     try {
-      await container.putArchive(archive, { path: COMPILE_PATHS.build });
+      await container.putArchive(archive, { path: '/' });
     } finally {
       archive.destroy();
     }

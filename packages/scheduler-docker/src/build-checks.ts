@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { buildFailed, type ImageBuildRequest } from '@svc/core';
 import { UnreadableReference, readDockerfile } from './dockerfile-references';
-import { isImageIdReference, refusalOf } from './image-references';
+import { isImageIdReference, isImageOfAnotherApp, refusalOf } from './image-references';
 import { RefusedRegistry, assertPublicRegistry } from './registry-hosts';
 
 /** Whether the engine's security options say its containers' root is not the host's root. */
@@ -63,6 +63,9 @@ export async function assertImageReadable(docker: Docker, reference: string, app
     return;
   }
   const refusal = refusalOf(reference, image, app, uuid);
+  if (refusal !== null && isImageOfAnotherApp(refusal)) {
+    throw buildFailed(`the Dockerfile refers to ${reference}, an image of another app; build from public or stack images only.`);
+  }
   if (refusal !== null) throw buildFailed(`${refusal}.`);
   // A local image's ONBUILD triggers run in this build: they obey the Dockerfile's rules too.
   const triggers = ((image.Config as { OnBuild?: string[] | null } | undefined)?.OnBuild ?? []).join('\n');

@@ -50,6 +50,11 @@ export function imageOwner(image: Pick<Docker.ImageInspectInfo, 'Config'>): { ap
   return app === undefined ? null : { app, uuid: labels[APP_UUID_LABEL] ?? null };
 }
 
+/** Whether a refusal of `refusalOf` is for an image of another app (not for a reference by id). */
+export function isImageOfAnotherApp(refusal: string): boolean {
+  return refusal.endsWith('was built for another app');
+}
+
 /**
  * Why `app` (with `uuid` when known) may not use the engine's image found for `reference`,
  * or null when it may.

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { buildFailed, type ImageBuildRequest } from '@svc/core';
 import { UnreadableReference, readDockerfile } from './dockerfile-references';
-import { isImageIdReference, isImageOfAnotherApp, refusalOf } from './image-references';
+import { digestOf, imageNamedBy, isImageIdReference, isImageOfAnotherApp, refusalOf } from './image-references';
 import { RefusedRegistry, assertPublicRegistry } from './registry-hosts';
 
 /** Whether the engine's security options say its containers' root is not the host's root. */
@@ -41,6 +41,18 @@ export async function assertEngineConfinesBuilds(docker: Docker): Promise<void> 
 const statusOf = (error: unknown): number | undefined =>
   error !== null && typeof error === 'object' ? (error as { statusCode?: number }).statusCode : undefined;
 
+/** Whether `name@sha256:<digest>` would reach a local image whose id is that digest without being one of its names. */
+export async function digestNamesLocalImageById(docker: Docker, reference: string): Promise<boolean> {
+  const digest = digestOf(reference);
+  if (digest === null) return false;
+  try {
+    return !imageNamedBy(reference, await docker.getImage(digest).inspect());
+  } catch (error) {
+    if (statusOf(error) === 404) return false;
+    throw error;
+  }
+}
+
 /**
  * Refuses a reference `app` may not read: an id or id prefix, another app's image, or a
  * pull from this host's or a private network's registry (unless `allowed` names it).
@@ -48,6 +60,7 @@ const statusOf = (error: unknown): number | undefined =>
  */
 export async function assertImageReadable(docker: Docker, reference: string, app: string, uuid: string | null, allowed: readonly string[]): Promise<void> {
   if (isImageIdReference(reference)) throw buildFailed(`${reference} names an image by its id; name images by repository and tag or digest.`);
+  if (await digestNamesLocalImageById(docker, reference)) throw buildFailed(`${reference} names an image by its id; name images by repository and tag or digest.`);
   let image: Docker.ImageInspectInfo;
   try {
     image = await docker.getImage(reference).inspect();

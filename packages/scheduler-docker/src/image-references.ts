@@ -22,6 +22,14 @@ export function isImageIdReference(reference: string): boolean {
   return /^[0-9a-f]{1,64}$/.test(value);
 }
 
+/**
+ * The digest of a `name@sha256:…` reference: the engine also finds a local image whose id is
+ * that digest, whatever the name says, so the digest must be checked as an id too.
+ */
+export function digestOf(reference: string): string | null {
+  return /@(sha256:[0-9a-f]{64})$/i.exec(reference.trim())?.[1]?.toLowerCase() ?? null;
+}
+
 /** A reference as the engine lists it among an image's names: `docker.io/library/` left out, `:latest` added to an untagged name. */
 export function normalizedReference(reference: string): string {
   let value = reference.trim();

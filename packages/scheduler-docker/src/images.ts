@@ -3,6 +3,7 @@ import { RequestRejected } from '@svc/core';
 import { engineReason, engineStatus } from './engine';
 import { authFor, type RegistryLogin } from './registry-login';
 import { isImageIdReference, refusalOf } from './image-references';
+import { digestNamesLocalImageById } from './build-checks';
 import { RefusedRegistry, assertPublicRegistry } from './registry-hosts';
 
 /** The port an app listens on inside its container when neither its config (PORT) nor its image (EXPOSE) names one. */
@@ -87,7 +88,9 @@ export class ImagePuller {
    * @throws ImageNotFound when no registry has it, or it is another app's build; Error when the registry or engine fails.
    */
   async inspect(app: string, image: string, release: number): Promise<Docker.ImageInspectInfo> {
-    if (isImageIdReference(image)) throw new ImageNotFound(`the image ${image} is named by its id: name images by repository and tag or digest`);
+    if (isImageIdReference(image) || (await digestNamesLocalImageById(this.docker, image))) {
+      throw new ImageNotFound(`the image ${image} is named by its id: name images by repository and tag or digest`);
+    }
     return ownedBy(app, image, await this.described(app, image, release));
   }
 

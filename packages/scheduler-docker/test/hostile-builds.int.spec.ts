@@ -91,6 +91,8 @@ describeWithEngine('hostile Dockerfile builds against a real engine', (engine) =
       expect(await failureOf(build('by-id', `FROM ${reference}\nRUN cat /secret\n`))).toMatch(/by its id/);
       expect(await failureOf(build('copy-by-id', `FROM ${BUSYBOX_IMAGE}\nCOPY --from=${reference} /secret /s\n`))).toMatch(/by its id/);
     }
+    // Any name with the image id as its digest: the engine finds the image by that id.
+    expect(await failureOf(build('digest-id', `FROM svc-test/busybox@${victimLayer}\nRUN cat /secret\n`))).toMatch(/by its id/);
   }, 120_000);
 
   it('refuses remote ADD and pulls from this host, link-local and private registries', async () => {

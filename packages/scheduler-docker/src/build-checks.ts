@@ -10,6 +10,8 @@ import { buildFailed, type ImageBuildRequest } from '@svc/core';
 import { UnreadableReference, readDockerfile } from './dockerfile-references';
 import { digestOf, imageNamedBy, isImageIdReference, isImageOfAnotherApp, refusalOf } from './image-references';
 import { RefusedRegistry, assertPublicRegistry } from './registry-hosts';
+import { engineReason } from './engine';
+import { authFor, type RegistryLogin } from './registry-login';
 
 /** Whether the engine's security options say its containers' root is not the host's root. */
 export function confinesRoot(securityOptions: readonly string[] | undefined): boolean {
@@ -41,6 +43,29 @@ export async function assertEngineConfinesBuilds(docker: Docker): Promise<void> 
 const statusOf = (error: unknown): number | undefined =>
   error !== null && typeof error === 'object' ? (error as { statusCode?: number }).statusCode : undefined;
 
+/**
+ * Pulls a build's base image into the engine.
+ * @throws RequestRejected `BUILD.FAILED` with the registry's reason.
+ */
+async function pullImage(docker: Docker, reference: string, login: RegistryLogin | null): Promise<void> {
+  const auth = authFor(login, reference);
+  try {
+    const stream = (await docker.pull(reference, auth === undefined ? {} : { authconfig: auth })) as NodeJS.ReadableStream;
+    await new Promise<void>((resolve, reject) => {
+      let failure: string | null = null;
+      docker.modem.followProgress(
+        stream,
+        (error: Error | null) => (error ? reject(error) : failure !== null ? reject(new Error(failure)) : resolve()),
+        (event: { error?: string; errorDetail?: { message?: string } }) => {
+          if (event.error) failure = event.errorDetail?.message ?? event.error;
+        },
+      );
+    });
+  } catch (error) {
+    throw buildFailed(`pulling ${reference} failed: ${engineReason(error)}.`);
+  }
+}
+
 /** Whether `name@sha256:<digest>` would reach a local image whose id is that digest without being one of its names. */
 export async function digestNamesLocalImageById(docker: Docker, reference: string): Promise<boolean> {
   const digest = digestOf(reference);
@@ -58,7 +83,14 @@ export async function digestNamesLocalImageById(docker: Docker, reference: strin
  * pull from this host's or a private network's registry (unless `allowed` names it).
  * @throws RequestRejected `BUILD.FAILED`.
  */
-export async function assertImageReadable(docker: Docker, reference: string, app: string, uuid: string | null, allowed: readonly string[]): Promise<void> {
+export async function assertImageReadable(
+  docker: Docker,
+  reference: string,
+  app: string,
+  uuid: string | null,
+  allowed: readonly string[],
+  login: RegistryLogin | null = null,
+): Promise<void> {
   if (isImageIdReference(reference)) throw buildFailed(`${reference} names an image by its id; name images by repository and tag or digest.`);
   if (await digestNamesLocalImageById(docker, reference)) throw buildFailed(`${reference} names an image by its id; name images by repository and tag or digest.`);
   let image: Docker.ImageInspectInfo;
@@ -66,14 +98,16 @@ export async function assertImageReadable(docker: Docker, reference: string, app
     image = await docker.getImage(reference).inspect();
   } catch (error) {
     if (statusOf(error) !== 404 && statusOf(error) !== 400) throw error;
-    // Not in the engine: the engine pulls it, from a registry outside this host's network only.
+    // Not in the engine: pulled here, from a registry outside this host's network only, so
+    // that what it is (its labels, its ONBUILD steps) is checked before the build uses it.
     try {
       await assertPublicRegistry(reference, allowed);
     } catch (refused) {
       if (refused instanceof RefusedRegistry) throw buildFailed(`${refused.message}.`);
       throw refused;
     }
-    return;
+    await pullImage(docker, reference, login);
+    image = await docker.getImage(reference).inspect();
   }
   const refusal = refusalOf(reference, image, app, uuid);
   if (refusal !== null && isImageOfAnotherApp(refusal)) {
@@ -97,7 +131,12 @@ export async function assertImageReadable(docker: Docker, reference: string, app
  * app may not read, fetches a URL, or asks for mounts or networks of its own.
  * @throws RequestRejected `BUILD.FAILED`.
  */
-export async function assertBuildReferences(docker: Docker, request: ImageBuildRequest, allowed: readonly string[]): Promise<{ text: string; stageLines: number[] }> {
+export async function assertBuildReferences(
+  docker: Docker,
+  request: ImageBuildRequest,
+  allowed: readonly string[],
+  login: RegistryLogin | null = null,
+): Promise<{ text: string; stageLines: number[] }> {
   const path = join(request.directory, 'Dockerfile');
   // Read only as what it is in the commit: a regular file, never through a link.
   const stats = await lstat(path).catch(() => null);
@@ -111,6 +150,6 @@ export async function assertBuildReferences(docker: Docker, request: ImageBuildR
     if (error instanceof UnreadableReference) throw buildFailed(`${error.message}.`);
     throw error;
   }
-  for (const reference of read.images) await assertImageReadable(docker, reference, request.app, request.appUuid, allowed);
+  for (const reference of read.images) await assertImageReadable(docker, reference, request.app, request.appUuid, allowed, login);
   return { text, stageLines: read.stageLines };
 }

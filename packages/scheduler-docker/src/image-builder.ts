@@ -174,7 +174,7 @@ export class DockerImageBuilder implements ImageBuilder {
     let dockerfile: string | null = null;
     if (request.kind === 'dockerfile') {
       if (this.options.requireUserNamespaces) await assertEngineConfinesBuilds(this.docker);
-      const read = await assertBuildReferences(this.docker, request, this.allowedRegistries);
+      const read = await assertBuildReferences(this.docker, request, this.allowedRegistries, this.login);
       dockerfile = labelStages(read.text, read.stageLines, { [APP_LABEL]: request.app, [APP_UUID_LABEL]: request.appUuid });
     }
     const context = dockerfile !== null ? this.dockerfileContext(request.directory, excluded, dockerfile) : this.stackContext(request.directory);

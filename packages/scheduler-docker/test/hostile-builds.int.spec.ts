@@ -1,10 +1,11 @@
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pack } from 'tar-fs';
 import { DomainError } from '@svc/core';
 import { APP_LABEL, DockerImageBuilder } from '../src';
 import { confinesRoot } from '../src/build-checks';
-import { BUSYBOX_IMAGE, describeWithEngineClient as describeWithEngine, imageExists } from './support/engine';
+import { BUSYBOX_IMAGE, TEST_REGISTRY, describeWithEngineClient as describeWithEngine, imageExists, itWithRegistry } from './support/engine';
 
 async function failureOf(promise: Promise<unknown>): Promise<string> {
   try {
@@ -146,5 +147,24 @@ describeWithEngine('hostile Dockerfile builds against a real engine', (engine) =
 
     expect(await engine().listImages({ all: true, filters: JSON.stringify({ label: [`${APP_LABEL}=${victim}`] }) })).toEqual([]);
     expect(await imageExists(engine(), victimLayer)).toBe(false);
+  }, 120_000);
+
+  itWithRegistry('pulls a missing base image before the build and refuses its ONBUILD steps when they fetch a URL', async () => {
+    const registry = TEST_REGISTRY as string;
+    const reference = `${registry}/svc-hostile/onbuild-${suffix}:1`;
+    const follow = (stream: NodeJS.ReadableStream) => new Promise<void>((done, fail) => engine().modem.followProgress(stream, (error: Error | null) => (error ? fail(error) : done())));
+    // Made outside the platform's builder, as a public image would be.
+    const context = pack(await checkout('onbuild-base', { Dockerfile: `FROM ${BUSYBOX_IMAGE}\nONBUILD ADD http://169.254.169.254/latest/meta-data/ /m\n` }));
+    await follow(await engine().buildImage(context as never, { t: reference }));
+    await follow((await engine().getImage(reference).push({ authconfig: {} } as never)) as unknown as NodeJS.ReadableStream);
+    await engine().getImage(reference).remove({ force: true });
+
+    const allowing = new DockerImageBuilder(engine(), { stackImage: BUSYBOX_IMAGE, timeoutMs: 120_000, registryAllow: [registry] });
+    expect(await failureOf(build('onbuild', `FROM ${reference}\n`, thief, allowing))).toMatch(/ONBUILD steps of .*ADD may not fetch/);
+    expect(await imageExists(engine(), reference)).toBe(true);
+    await engine().getImage(reference).remove({ force: true });
+    // Without the allow-list, the loopback registry is never asked.
+    expect(await failureOf(build('onbuild-refused', `FROM ${reference}\n`))).toMatch(/refused/);
+    expect(await imageExists(engine(), reference)).toBe(false);
   }, 120_000);
 });

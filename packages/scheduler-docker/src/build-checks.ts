@@ -90,6 +90,7 @@ export async function assertImageReadable(
   uuid: string | null,
   allowed: readonly string[],
   login: RegistryLogin | null = null,
+  withTriggers = true,
 ): Promise<void> {
   if (isImageIdReference(reference)) throw buildFailed(`${reference} names an image by its id; name images by repository and tag or digest.`);
   if (await digestNamesLocalImageById(docker, reference)) throw buildFailed(`${reference} names an image by its id; name images by repository and tag or digest.`);
@@ -115,15 +116,17 @@ export async function assertImageReadable(
   }
   if (refusal !== null) throw buildFailed(`${refusal}.`);
   // A local image's ONBUILD triggers run in this build: they obey the Dockerfile's rules too.
+  // Only FROM runs them, and a trigger cannot be FROM: the images they read have no triggers that run.
   const triggers = ((image.Config as { OnBuild?: string[] | null } | undefined)?.OnBuild ?? []).join('\n');
-  if (triggers !== '') {
-    try {
-      readDockerfile(triggers.split('\n').map((line) => `ONBUILD ${line}`).join('\n'));
-    } catch (error) {
-      if (error instanceof UnreadableReference) throw buildFailed(`the ONBUILD steps of ${reference}: ${error.message}.`);
-      throw error;
-    }
+  if (triggers === '' || !withTriggers) return;
+  let named: string[];
+  try {
+    named = readDockerfile(triggers.split('\n').map((line) => `ONBUILD ${line}`).join('\n')).images;
+  } catch (error) {
+    if (error instanceof UnreadableReference) throw buildFailed(`the ONBUILD steps of ${reference}: ${error.message}.`);
+    throw error;
   }
+  for (const inner of named) await assertImageReadable(docker, inner, app, uuid, allowed, login, false);
 }
 
 /**

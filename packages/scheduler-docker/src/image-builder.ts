@@ -58,8 +58,6 @@ export interface DockerImageBuilderOptions {
   pidsLimit?: number;
   /** CPUs each build step may use (CFS quota); default 1. */
   cpus?: number;
-  /** A cgroup the operator made (with pids.max) for build steps (`BUILD_CGROUP_PARENT`); default none. */
-  cgroupParent?: string | null;
   /** Refuse Dockerfile builds on an engine without user-namespace remapping or rootless mode; default true. */
   requireUserNamespaces?: boolean;
 }
@@ -133,9 +131,9 @@ const statusOf = (error: unknown): number | undefined =>
  * choice and a time limit; a failed build leaves no image behind.
  */
 export class DockerImageBuilder implements ImageBuilder {
-  private readonly options: Required<Omit<DockerImageBuilderOptions, 'registry' | 'registryLogin' | 'registryAllow' | 'cgroupParent'>>;
+  private readonly options: Required<Omit<DockerImageBuilderOptions, 'registry' | 'registryLogin' | 'registryAllow'>>;
   private readonly allowedRegistries: readonly string[];
-  private readonly cgroupParent: string | null;
+
   private readonly registry: string | null;
   private readonly login: RegistryLogin | null;
 
@@ -161,7 +159,7 @@ export class DockerImageBuilder implements ImageBuilder {
     };
     this.registry = options.registry?.replace(/\/+$/, '') || null;
     this.allowedRegistries = [...(options.registryAllow ?? []), ...(this.registry === null ? [] : [this.registry])];
-    this.cgroupParent = options.cgroupParent ?? null;
+
     this.login = this.registry !== null && options.registryLogin ? { registry: this.registry, ...options.registryLogin } : null;
   }
 
@@ -323,7 +321,6 @@ export class DockerImageBuilder implements ImageBuilder {
         cpuperiod: 100_000,
         cpuquota: Math.round(100_000 * this.options.cpus),
         ulimits: JSON.stringify([{ Name: 'nproc', Soft: this.options.pidsLimit, Hard: this.options.pidsLimit }]),
-        ...(this.cgroupParent === null ? {} : { cgroupparent: this.cgroupParent }),
         networkmode: this.options.network,
         abortSignal: signal,
       } as Docker.ImageBuildOptions);

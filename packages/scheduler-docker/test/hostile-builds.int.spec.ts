@@ -79,6 +79,16 @@ describeWithEngine('hostile Dockerfile builds against a real engine', (engine) =
     for (const [index, dockerfile] of dockerfiles.entries()) {
       expect(await failureOf(build(`named-${index}`, `${dockerfile}\n`))).toMatch(/another app/);
     }
+    // Hidden in the ONBUILD steps of an image made outside the platform's builder (unlabelled).
+    const base = `svc-hostile/onbuild-copy-${suffix}:1`;
+    const context = pack(await checkout('onbuild-copy', { Dockerfile: `FROM ${BUSYBOX_IMAGE}\nONBUILD COPY --from=${name}:${tag} /secret /s\n` }));
+    const stream = await engine().buildImage(context as never, { t: base });
+    await new Promise<void>((done, fail) => engine().modem.followProgress(stream, (error: Error | null) => (error ? fail(error) : done())));
+    try {
+      expect(await failureOf(build('onbuild-copy-use', `FROM ${base}\n`))).toMatch(/another app/);
+    } finally {
+      await engine().getImage(base).remove({ force: true });
+    }
   }, 120_000);
 
   it('labels every intermediate image of a build with its app, not only the last one', async () => {

@@ -133,7 +133,6 @@ const statusOf = (error: unknown): number | undefined =>
 export class DockerImageBuilder implements ImageBuilder {
   private readonly options: Required<Omit<DockerImageBuilderOptions, 'registry' | 'registryLogin' | 'registryAllow'>>;
   private readonly allowedRegistries: readonly string[];
-
   private readonly registry: string | null;
   private readonly login: RegistryLogin | null;
 
@@ -159,7 +158,6 @@ export class DockerImageBuilder implements ImageBuilder {
     };
     this.registry = options.registry?.replace(/\/+$/, '') || null;
     this.allowedRegistries = [...(options.registryAllow ?? []), ...(this.registry === null ? [] : [this.registry])];
-
     this.login = this.registry !== null && options.registryLogin ? { registry: this.registry, ...options.registryLogin } : null;
   }
 

@@ -53,7 +53,10 @@ COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/packages ./packages
 # The built-in buildpacks (node, plain) that builds of pushes without a Dockerfile use.
 COPY --from=build /src/buildpacks ./buildpacks
-RUN mkdir -p /data && chown 1000:1000 /data
+# Writable by the controller's uid however the engine maps the volume's owner: on an engine with
+# user-namespace remapping the controller keeps the host's namespace (compose.yaml) while the
+# volume is given the remapped owner. Only the controller runs in this container.
+RUN mkdir -p /data && chown 1000:1000 /data && chmod 1777 /data
 USER 1000:1000
 VOLUME ["/data"]
 # API, router (app traffic), git over SSH.

@@ -180,8 +180,14 @@ docker_engine_start() {
   ip link add "$SVC_CI_DOCKER_BRIDGE" type bridge && ip addr add "$subnet.1/24" dev "$SVC_CI_DOCKER_BRIDGE" &&
     ip link set "$SVC_CI_DOCKER_BRIDGE" up || { docker_engine_log "could not make the bridge $SVC_CI_DOCKER_BRIDGE"; return 1; }
 
+  # User-namespace remapping (root in a container is an unprivileged uid of the host): the
+  # controller refuses Dockerfile builds on an engine without it. The remapped root must be
+  # able to walk down to the data root, hence o+x on its folder. Logs are bounded by default.
+  chmod 0711 "$dir"
   docker_engine_log "starting dockerd in $dir"
   dockerd \
+    --userns-remap=default \
+    --log-opt max-size=10m --log-opt max-file=3 \
     --data-root "$dir/data" \
     --exec-root "$dir/exec" \
     --pidfile "$dir/dockerd.pid" \

@@ -18,6 +18,7 @@ export * from './rules/etags';
 export * from './version/policy';
 export * from './rules/acme';
 export * from './rules/apps';
+export * from './rules/build-slots';
 export * from './rules/buildpacks';
 export * from './rules/config';
 export * from './rules/connections';

@@ -213,3 +213,15 @@ describe('DeploySource without an image builder', () => {
     expect(lines).toEqual([]);
   });
 });
+
+describe('DeleteApp with an image builder', () => {
+  it('removes the deleted app\'s images, and a new app of the same name starts with none', async () => {
+    const { world, images, alice, key } = await worldWithBuilder();
+    await world.useCases.deploySource.execute(key, 'myapp', pushed(sha(1)));
+    expect(images.images.size).toBe(1);
+
+    await world.useCases.deleteApp.execute(alice, 'myapp');
+
+    expect(images.images.size).toBe(0);
+  });
+});

@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { LineSplitter, followFrames, followLines, waitAtMost } from './engine';
+import { DEFAULT_LOG_LIMIT, logConfigOf } from './options';
 
 /** The user (uid:gid) a build's steps run as: the app's. */
 export const STEP_USER = '10000:10000';
@@ -131,6 +132,7 @@ export async function runCacheTask(docker: Docker, task: CacheTask, timeoutMs = 
       CapAdd: task.capabilities,
       SecurityOpt: ['no-new-privileges'],
       PidsLimit: 32,
+      LogConfig: logConfigOf(DEFAULT_LOG_LIMIT) as Docker.HostConfig['LogConfig'],
       Memory: 128 * 1024 * 1024,
       MemorySwap: 128 * 1024 * 1024,
       Mounts: [{ Type: 'volume', Source: task.volume, Target: '/cache' }],

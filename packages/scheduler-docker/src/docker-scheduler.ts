@@ -20,6 +20,7 @@ import {
   waitAtMost,
 } from './engine';
 import { guardHostFromBridge } from './host-guard';
+import { containerUserFor } from './container-user';
 import { SCHEDULER_LOG_SOURCE, engineScheduling, startTimeoutOf, type EngineScheduling, type EngineSchedulerOptions } from './options';
 import { DEFAULT_CONTAINER_PORT, ImageNotFound, assertRunnable, containerPortFor } from './images';
 import { acceptsConnections, healthcheckUrl, httpStatus } from './readiness';
@@ -212,7 +213,7 @@ export class DockerScheduler implements Scheduler {
       Entrypoint: ['/bin/sh', '-c'],
       Cmd: [spec.command],
       Env: environmentList(spec.env, port),
-      User: this.base.user,
+      User: containerUserFor(this.base.user, image),
       Labels: { [LABELS.instance]: this.base.instance, [LABELS.app]: spec.app, [LABELS.type]: 'run', [LABELS.release]: String(spec.release) },
       AttachStdout: true,
       AttachStderr: true,
@@ -371,7 +372,7 @@ export class DockerScheduler implements Scheduler {
       Image: spec.image,
       ...(spec.command === null ? {} : { Entrypoint: ['/bin/sh', '-c'], Cmd: [spec.command] }),
       Env: environmentList(spec.env, managed.port),
-      User: this.base.user,
+      User: containerUserFor(this.base.user, image),
       Labels: {
         [LABELS.instance]: this.base.instance,
         [LABELS.app]: spec.app,
@@ -603,6 +604,7 @@ export class DockerScheduler implements Scheduler {
       PidsLimit: this.base.pidsLimit,
       Init: true,
       RestartPolicy: { Name: 'no' },
+      LogConfig: this.base.logConfig as Docker.HostConfig['LogConfig'],
       ReadonlyRootfs: this.base.readonlyRootfs,
       ...(this.base.readonlyRootfs ? { Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=64m' } } : {}),
       ...(bytes === null ? {} : { Memory: bytes, MemorySwap: bytes }),

@@ -10,7 +10,9 @@ import { LABELS } from './engine';
 import { CONTROL, buildErrorMessage, limitedOutput } from './build-output';
 import type { RegistryLogin } from './registry-login';
 import { PUSHED_TAG, pushBuild } from './registry-push';
-import { UnreadableReference, imageReferences } from './dockerfile-references';
+import { assertBuildReferences, assertEngineConfinesBuilds } from './build-checks';
+import { APP_UUID_LABEL } from './image-references';
+import { labelStages } from './dockerfile-references';
 
 /** The user (uid and gid) apps run as: a Procfile build's files in `/app` belong to it. */
 export const APP_UID = 10000;
@@ -18,8 +20,7 @@ export const APP_UID = 10000;
 /** The label every image this builder makes carries: the app it belongs to (the schedulers refuse it to other apps). */
 export const APP_LABEL = LABELS.app;
 
-/** The label of the app's uuid: one app id may name, over time, apps of different owners. */
-export const APP_UUID_LABEL = 'svc.app-uuid';
+export { APP_UUID_LABEL };
 
 /** How the builder builds; every limit has a default. */
 export interface DockerImageBuilderOptions {
@@ -49,6 +50,16 @@ export interface DockerImageBuilderOptions {
   registry?: string | null;
   /** The registry's login (`REGISTRY_USERNAME`, `REGISTRY_PASSWORD`); null or absent: the registry takes pushes without one. */
   registryLogin?: Pick<RegistryLogin, 'username' | 'password'> | null;
+  /** Registries on this host or a private network a Dockerfile may pull from (`REGISTRY_ALLOW`); `registry` is always allowed. */
+  registryAllow?: readonly string[];
+  /** The largest image a build may make, in bytes (`BUILD_IMAGE_LIMIT_MB`); default 2 GiB. */
+  imageLimitBytes?: number;
+  /** Most processes of the build steps' user at once (ulimit nproc; a fork bomb stops there); default 512. */
+  pidsLimit?: number;
+  /** CPUs each build step may use (CFS quota); default 1. */
+  cpus?: number;
+  /** Refuse Dockerfile builds on an engine without user-namespace remapping or rootless mode; default true. */
+  requireUserNamespaces?: boolean;
 }
 
 const MIB = 1024 * 1024;
@@ -120,7 +131,8 @@ const statusOf = (error: unknown): number | undefined =>
  * choice and a time limit; a failed build leaves no image behind.
  */
 export class DockerImageBuilder implements ImageBuilder {
-  private readonly options: Required<Omit<DockerImageBuilderOptions, 'registry' | 'registryLogin'>>;
+  private readonly options: Required<Omit<DockerImageBuilderOptions, 'registry' | 'registryLogin' | 'registryAllow'>>;
+  private readonly allowedRegistries: readonly string[];
   private readonly registry: string | null;
   private readonly login: RegistryLogin | null;
 
@@ -139,8 +151,13 @@ export class DockerImageBuilder implements ImageBuilder {
       network: options.network ?? 'none',
       outputLimitBytes: options.outputLimitBytes ?? MIB,
       leftoverAgeMs: options.leftoverAgeMs ?? 2 * timeoutMs,
+      imageLimitBytes: options.imageLimitBytes ?? 2048 * MIB,
+      pidsLimit: options.pidsLimit ?? 512,
+      cpus: options.cpus ?? 1,
+      requireUserNamespaces: options.requireUserNamespaces ?? true,
     };
     this.registry = options.registry?.replace(/\/+$/, '') || null;
+    this.allowedRegistries = [...(options.registryAllow ?? []), ...(this.registry === null ? [] : [this.registry])];
     this.login = this.registry !== null && options.registryLogin ? { registry: this.registry, ...options.registryLogin } : null;
   }
 
@@ -150,14 +167,20 @@ export class DockerImageBuilder implements ImageBuilder {
     if ((await sizeOf(request.directory, limit, excluded)) > limit) {
       throw buildFailed(`the commit's files take more than ${Math.floor(limit / MIB)} MiB, the most a build may send to the engine.`);
     }
-    if (request.kind === 'dockerfile') await this.checkReferences(request);
-    const context = request.kind === 'dockerfile' ? pack(request.directory, { ignore: excluded }) : this.stackContext(request.directory);
+    let dockerfile: string | null = null;
+    if (request.kind === 'dockerfile') {
+      if (this.options.requireUserNamespaces) await assertEngineConfinesBuilds(this.docker);
+      const read = await assertBuildReferences(this.docker, request, this.allowedRegistries, this.login);
+      dockerfile = labelStages(read.text, read.stageLines, { [APP_LABEL]: request.app, [APP_UUID_LABEL]: request.appUuid });
+    }
+    const context = dockerfile !== null ? this.dockerfileContext(request.directory, excluded, dockerfile) : this.stackContext(request.directory);
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), this.options.timeoutMs);
     const seen: string[] = [];
     let id: string;
     try {
       id = await this.run(request, context, abort.signal, output, seen);
+      await this.assertImageSize(id);
     } catch (error) {
       clearTimeout(timer);
       await this.removeLayers(seen);
@@ -219,10 +242,36 @@ export class DockerImageBuilder implements ImageBuilder {
     return removed.sort();
   }
 
+  /** Removes every image built for the app with that id and uuid (a deleted app's), in use or not; another app's of the same id stay. */
+  async removeApp(app: string, appUuid: string): Promise<void> {
+    const images = await this.docker.listImages({ all: true, filters: JSON.stringify({ label: [`${APP_LABEL}=${app}`, `${APP_UUID_LABEL}=${appUuid}`] }) });
+    // Newest first: an image's parents go once their children have.
+    for (const image of images.sort((a, b) => b.Created - a.Created)) {
+      try {
+        await this.docker.getImage(image.Id).remove({ force: true });
+      } catch (error) {
+        if (statusOf(error) !== 404 && statusOf(error) !== 409) throw error;
+      }
+    }
+  }
+
   /** Whether `name` is one this builder pushed a build of `app` under (`<registry>/<app>:build-<id>`). */
   private isPushedName(app: string, name: string): boolean {
     const repository = `${this.registry ?? ''}/${app}:`;
     return this.registry !== null && name.startsWith(repository) && PUSHED_TAG.test(name.slice(repository.length));
+  }
+
+  /** The build context of a Dockerfile commit: its files less those ignored, its Dockerfile replaced by the labelled one. */
+  private dockerfileContext(directory: string, excluded: Excluded, dockerfile: string): Readable & { destroy(): void } {
+    const own = join(directory, 'Dockerfile');
+    return pack(directory, {
+      ignore: (path) => path === own || excluded(path),
+      finalize: false,
+      finish: (tar) => {
+        tar.entry({ name: 'Dockerfile', mode: 0o644 }, dockerfile);
+        tar.finalize();
+      },
+    });
   }
 
   /** The build context of a Procfile-only commit: its files under `app/`, and a Dockerfile laying them onto the stack. */
@@ -232,6 +281,7 @@ export class DockerImageBuilder implements ImageBuilder {
       `FROM ${this.options.stackImage}`,
       `COPY --chown=${uid}:${uid} app/ /app/`,
       'WORKDIR /app',
+      `USER ${uid}:${uid}`,
       '',
     ].join('\n');
     return pack(directory, {
@@ -244,37 +294,13 @@ export class DockerImageBuilder implements ImageBuilder {
     });
   }
 
-  /**
-   * Refuses a Dockerfile that reads from another app's image: every app's images are in the
-   * engine's one store, under names anyone can guess.
-   */
-  private async checkReferences(request: ImageBuildRequest): Promise<void> {
-    const path = join(request.directory, 'Dockerfile');
-    // Read only as what it is in the commit: a regular file, never through a link.
-    const stats = await lstat(path).catch(() => null);
-    if (stats === null || !stats.isFile()) throw buildFailed('the Dockerfile must be a regular file at the top of the commit.');
-    if (stats.size > 1024 * 1024) throw buildFailed('the Dockerfile is larger than 1 MiB.');
-    let references: string[];
-    try {
-      references = imageReferences(await readFile(path, 'utf8'));
-    } catch (error) {
-      if (error instanceof UnreadableReference) throw buildFailed(`${error.message}.`);
-      throw error;
-    }
-    for (const reference of references) {
-      let labels: Record<string, string> = {};
-      try {
-        labels = (await this.docker.getImage(reference).inspect()).Config?.Labels ?? {};
-      } catch (error) {
-        // Not in the engine: the engine pulls it from a registry, or fails the build.
-        if (statusOf(error) === 404 || statusOf(error) === 400) continue;
-        throw error;
-      }
-      // An image of this app's id left by an app deleted before it is another app's too.
-      if (labels[APP_LABEL] !== undefined && (labels[APP_LABEL] !== request.app || labels[APP_UUID_LABEL] !== request.appUuid)) {
-        throw buildFailed(`the Dockerfile refers to ${reference}, an image of another app; build from public or stack images only.`);
-      }
-    }
+  /** Refuses an image larger than the limit; the caller removes its layers. */
+  private async assertImageSize(id: string): Promise<void> {
+    const limit = this.options.imageLimitBytes;
+    const size = (await this.docker.getImage(id).inspect()).Size;
+    if (size <= limit) return;
+    await this.docker.getImage(id).remove({ force: true }).catch(() => undefined);
+    throw buildFailed(`the image takes ${Math.ceil(size / MIB)} MiB, more than the ${Math.floor(limit / MIB)} MiB a build may make.`);
   }
 
   /** Runs the engine's build and follows its output; resolves with the image's id. */
@@ -290,6 +316,9 @@ export class DockerImageBuilder implements ImageBuilder {
         memory: this.options.memoryBytes,
         memswap: this.options.memoryBytes,
         cpushares: this.options.cpuShares,
+        cpuperiod: 100_000,
+        cpuquota: Math.round(100_000 * this.options.cpus),
+        ulimits: JSON.stringify([{ Name: 'nproc', Soft: this.options.pidsLimit, Hard: this.options.pidsLimit }]),
         networkmode: this.options.network,
         abortSignal: signal,
       } as Docker.ImageBuildOptions);

@@ -1,7 +1,10 @@
 import type Docker from 'dockerode';
 import { RequestRejected } from '@svc/core';
-import { LABELS, engineReason, engineStatus } from './engine';
+import { engineReason, engineStatus } from './engine';
 import { authFor, type RegistryLogin } from './registry-login';
+import { isImageIdReference, refusalOf } from './image-references';
+import { digestNamesLocalImageById } from './build-checks';
+import { RefusedRegistry, assertPublicRegistry } from './registry-hosts';
 
 /** The port an app listens on inside its container when neither its config (PORT) nor its image (EXPOSE) names one. */
 export const DEFAULT_CONTAINER_PORT = 5000;
@@ -54,10 +57,10 @@ export function assertRunnable(image: Docker.ImageInspectInfo, reference: string
   }
 }
 
-/** The image, unless the platform built it for another app than `app`. */
+/** The image, unless it is another app's or was found by its id. */
 function ownedBy(app: string, image: string, info: Docker.ImageInspectInfo): Docker.ImageInspectInfo {
-  const owner = (info.Config as { Labels?: Record<string, string> | null } | undefined)?.Labels?.[LABELS.app];
-  if (owner !== undefined && owner !== app) throw new ImageNotFound(`the image ${image} was built for another app: an app runs its own builds, or images from a registry`);
+  const refusal = refusalOf(image, info, app, null);
+  if (refusal !== null) throw new ImageNotFound(`the image ${refusal}: an app runs its own builds, or images from a registry`);
   return info;
 }
 
@@ -74,6 +77,7 @@ export class ImagePuller {
     private readonly policy: 'missing' | 'always',
     private readonly event: (app: string, message: string) => void,
     private readonly login: RegistryLogin | null = null,
+    private readonly allowedRegistries: readonly string[] = [],
   ) {}
 
   /**
@@ -84,6 +88,9 @@ export class ImagePuller {
    * @throws ImageNotFound when no registry has it, or it is another app's build; Error when the registry or engine fails.
    */
   async inspect(app: string, image: string, release: number): Promise<Docker.ImageInspectInfo> {
+    if (isImageIdReference(image) || (await digestNamesLocalImageById(this.docker, image))) {
+      throw new ImageNotFound(`the image ${image} is named by its id: name images by repository and tag or digest`);
+    }
     return ownedBy(app, image, await this.described(app, image, release));
   }
 
@@ -108,6 +115,12 @@ export class ImagePuller {
   }
 
   private async pull(app: string, image: string): Promise<void> {
+    try {
+      await assertPublicRegistry(image, [...this.allowedRegistries, ...(this.login === null ? [] : [this.login.registry])]);
+    } catch (error) {
+      if (error instanceof RefusedRegistry) throw new ImageNotFound(error.message);
+      throw error;
+    }
     this.event(app, `pulling image ${image}`);
     let stream: NodeJS.ReadableStream;
     try {

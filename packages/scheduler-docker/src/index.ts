@@ -4,7 +4,7 @@
  * for git pushes, sharing one engine client, its labels and its log demultiplexing.
  */
 export { APP_LABEL, APP_UID, APP_UUID_LABEL, DockerImageBuilder, type DockerImageBuilderOptions } from './image-builder';
-export { UnreadableReference, imageReferences } from './dockerfile-references';
+export { UnreadableReference, imageReferences, readDockerfile } from './dockerfile-references';
 export { DEFAULT_CONTAINER_PORT, ImageNotFound } from './images';
 export {
   DockerScheduler,
@@ -38,3 +38,8 @@ export { COMPILE_CONTAINER_PREFIX, DockerSourceCompiler, cacheVolumeName, type D
 export { COMPILE_PATHS } from './compile-session';
 export { BLOCKED_RANGES, BUILD_BRIDGE, BUILD_NETWORK, egressChainName, egressRules, ipv4Nameservers, unguardBuildBridge } from './build-network';
 export { STACK_IMAGE_SCRIPT, checkStackImage, stackImageCommand, type StackImageCheck, type StackImageSource } from './stack-image';
+export { UNCONFINED_ENGINE, assertEngineConfinesBuilds, confinesRoot, engineConfinesBuilds } from './build-checks';
+export { isImageIdReference, refusalOf } from './image-references';
+export { RefusedRegistry, assertPublicRegistry, isPrivateAddress } from './registry-hosts';
+export { containerUserFor } from './container-user';
+export { DEFAULT_LOG_LIMIT, logConfigOf, type LogLimit } from './options';

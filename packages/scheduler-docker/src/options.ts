@@ -37,6 +37,24 @@ export interface EngineSchedulerOptions {
   stopTimeoutMs?: number;
   /** The platform registry's login, sent with pulls of its images (and, on Swarm, kept with their services). Default none. */
   registryLogin?: RegistryLogin | null;
+  /** Registries on this host or a private network images may be pulled from (`REGISTRY_ALLOW`, and the platform's `REGISTRY`). Default none. */
+  registryAllow?: readonly string[];
+  /** The engine's log limits of every container (json-file `max-size`, `max-file`). Default 10m and 3. */
+  logLimit?: LogLimit;
+}
+
+/** How much output the engine keeps of one container: `maxSize` per file (`10m`), `maxFiles` files. */
+export interface LogLimit {
+  maxSize: string;
+  maxFiles: number;
+}
+
+/** The default log limit: 10 MB in each of 3 files. */
+export const DEFAULT_LOG_LIMIT: LogLimit = Object.freeze({ maxSize: '10m', maxFiles: 3 });
+
+/** The engine's log configuration for a container with that limit (json-file). */
+export function logConfigOf(limit: LogLimit): { Type: string; Config: Record<string, string> } {
+  return { Type: 'json-file', Config: { 'max-size': limit.maxSize, 'max-file': String(limit.maxFiles) } };
 }
 
 /** Those options with their defaults, and the log writer and image puller made from them. */
@@ -55,6 +73,7 @@ export interface EngineScheduling {
   readonly settleMs: number;
   readonly stopTimeoutMs: number;
   readonly registryLogin: RegistryLogin | null;
+  readonly logConfig: { Type: string; Config: Record<string, string> };
 }
 
 /**
@@ -82,7 +101,13 @@ export function engineScheduling(options: EngineSchedulerOptions): EngineSchedul
   return {
     docker: options.docker,
     log,
-    images: new ImagePuller(options.docker, options.pullPolicy ?? 'missing', (app, message) => log.write(app, SCHEDULER_LOG_SOURCE, message), options.registryLogin ?? null),
+    images: new ImagePuller(
+      options.docker,
+      options.pullPolicy ?? 'missing',
+      (app, message) => log.write(app, SCHEDULER_LOG_SOURCE, message),
+      options.registryLogin ?? null,
+      options.registryAllow ?? [],
+    ),
     instance: options.instance ?? 'default',
     warn: options.onWarning ?? (() => undefined),
     user: options.user ?? '65534:65534',
@@ -94,5 +119,6 @@ export function engineScheduling(options: EngineSchedulerOptions): EngineSchedul
     settleMs: options.settleMs ?? 1000,
     stopTimeoutMs: options.stopTimeoutMs ?? 10_000,
     registryLogin: options.registryLogin ?? null,
+    logConfig: logConfigOf(options.logLimit ?? DEFAULT_LOG_LIMIT),
   };
 }

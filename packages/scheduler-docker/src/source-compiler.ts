@@ -10,6 +10,7 @@ import { LABELS, engineStatus } from './engine';
 import { APP_UUID_LABEL, sizeOf } from './image-builder';
 import type { RegistryLogin } from './registry-login';
 import { ensureStackImage, type StackImageSource } from './stack-image';
+import { DEFAULT_LOG_LIMIT, logConfigOf } from './options';
 
 const MIB = 1024 * 1024;
 
@@ -164,6 +165,7 @@ export class DockerSourceCompiler implements SourceCompiler {
         PidsLimit: this.settings.pidsLimit,
         Init: true,
         RestartPolicy: { Name: 'no' },
+        LogConfig: logConfigOf(DEFAULT_LOG_LIMIT) as Docker.HostConfig['LogConfig'],
         Memory: this.settings.memoryBytes,
         MemorySwap: this.settings.memoryBytes,
         ...(this.nanoCpus === null ? {} : { NanoCpus: this.nanoCpus }),

@@ -30,6 +30,7 @@ export interface TaskTemplate {
     Healthcheck?: { Test: string[]; Interval: number; Timeout: number; Retries: number; StartPeriod: number };
   };
   Resources: { Limits: { MemoryBytes?: number; NanoCPUs?: number; Pids?: number } };
+  LogDriver?: { Name: string; Options: Record<string, string> };
   RestartPolicy: { Condition: 'none' | 'on-failure' | 'any'; Delay?: number; MaxAttempts?: number; Window?: number };
   Placement?: { Preferences?: Array<{ Spread: { SpreadDescriptor: string } }> };
   /** The swarm networks the tasks join (by name or id); none: the node's default bridge. */

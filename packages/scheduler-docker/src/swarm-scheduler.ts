@@ -4,6 +4,7 @@ import { memoryLimitBytes, type BatchedLogWriter, type ContainerSpec, type Conta
 import { RUN_TIMEOUT_EXIT_CODE, type Endpoint } from './docker-scheduler';
 import { CappedOutput, LABELS, containerLimits, type ContainerLimits, digestOf, engineReason, engineStatus, environmentList, followFrames, followLines, formatSeconds, lastOutputNote, OutputTail, sleep, sortedEntries, waitAtMost } from './engine';
 import { assertRunnable, containerPortFor, imageCommand } from './images';
+import { containerUserFor } from './container-user';
 import { SCHEDULER_LOG_SOURCE, engineScheduling, startTimeoutOf, type EngineScheduling, type EngineSchedulerOptions } from './options';
 import { acceptsConnections, healthcheckPath } from './readiness';
 import { authFor, type RegistryAuth } from './registry-login';
@@ -227,7 +228,7 @@ export class SwarmScheduler implements Scheduler {
     const own = containerPortFor(spec.env, image);
     const port = isRouted(spec.type) ? own : null;
     const digest = this.digest(spec, own, port);
-    const template = this.template(spec, own, port, digest, imageCommand(image));
+    const template = this.template(spec, own, port, digest, imageCommand(image), containerUserFor(this.base.user, image));
     const name = this.serviceName(spec.app, spec.type);
     return this.queued(name, () => this.place(spec, name, template, digest, port));
   }
@@ -266,7 +267,11 @@ export class SwarmScheduler implements Scheduler {
       Name: name,
       Labels: { [LABELS.instance]: this.base.instance, [LABELS.app]: spec.app, [LABELS.type]: 'run', [LABELS.release]: String(spec.release) },
       TaskTemplate: {
-        ContainerSpec: { ...this.containerBase(spec.image, environmentList(spec.env, port), spec.app, 'run', spec.release), Command: ['/bin/sh', '-c', spec.command] },
+        ContainerSpec: {
+          ...this.containerBase(spec.image, environmentList(spec.env, port), spec.app, 'run', spec.release, containerUserFor(this.base.user, image)),
+          Command: ['/bin/sh', '-c', spec.command],
+        },
+        LogDriver: this.logDriver(),
         Resources: { Limits: this.limitsOf(limits) },
         RestartPolicy: { Condition: 'none' },
         ...this.networks(),
@@ -878,11 +883,16 @@ export class SwarmScheduler implements Scheduler {
     };
   }
 
-  private containerBase(image: string, env: string[], app: string, type: string, release: number): TaskTemplate['ContainerSpec'] {
+  /** The engine's log limits, for every task. */
+  private logDriver(): TaskTemplate['LogDriver'] {
+    return { Name: this.base.logConfig.Type, Options: this.base.logConfig.Config };
+  }
+
+  private containerBase(image: string, env: string[], app: string, type: string, release: number, user: string): TaskTemplate['ContainerSpec'] {
     return {
       Image: image,
       Env: env,
-      User: this.base.user,
+      User: user,
       Labels: { [LABELS.instance]: this.base.instance, [LABELS.app]: app, [LABELS.type]: type, [LABELS.release]: String(release) },
       Init: true,
       CapabilityDrop: ['ALL'],
@@ -901,8 +911,8 @@ export class SwarmScheduler implements Scheduler {
   }
 
   /** The task template of a container spec: command (drained for routed types), health check for web, limits, restart policy. */
-  private template(spec: ContainerSpec, own: number, port: number | null, digest: string, imageOwn: string[]): TaskTemplate {
-    const base = this.containerBase(spec.image, environmentList(spec.env, own), spec.app, spec.type, spec.release);
+  private template(spec: ContainerSpec, own: number, port: number | null, digest: string, imageOwn: string[], user: string): TaskTemplate {
+    const base = this.containerBase(spec.image, environmentList(spec.env, own), spec.app, spec.type, spec.release, user);
     base.Labels[LABELS.spec] = digest;
     const command = spec.command === null ? imageOwn : ['/bin/sh', '-c', spec.command];
     const container: TaskTemplate['ContainerSpec'] = { ...base };
@@ -928,6 +938,7 @@ export class SwarmScheduler implements Scheduler {
       ContainerSpec: container,
       Resources: { Limits: this.limitsOf(limits) },
       RestartPolicy: { Condition: 'any', Delay: ms(this.restartDelayMs), MaxAttempts: 0 },
+      LogDriver: this.logDriver(),
       // One node's loss takes as few of a type's tasks as it can.
       Placement: { Preferences: [{ Spread: { SpreadDescriptor: 'node.id' } }] },
       ...this.networks(),

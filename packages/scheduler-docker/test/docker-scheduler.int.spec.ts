@@ -351,6 +351,34 @@ describeWithEngine('DockerScheduler (real engine)', () => {
       }
     });
 
+    it('runs a platform-built image as the user that owns its /app, so the app writes its own files and /tmp; a given image as DOCKER_USER', async () => {
+      const owner = newApp();
+      const checkout = await mkdtemp(join(tmpdir(), 'svc-own-user-'));
+      const builder = new DockerImageBuilder(t.docker, { stackImage: BUSYBOX, timeoutMs: 120_000 });
+      try {
+        await writeFile(join(checkout, 'Procfile'), 'web: httpd -f -p $PORT -h /app\n');
+        await writeFile(join(checkout, 'data.txt'), 'committed\n');
+        const id = await builder.build({ app: owner, appUuid: `uuid-${owner}`, directory: checkout, kind: 'procfile' }, () => undefined);
+        await builder.tag(id, `${owner}:1`);
+        const script = 'id -u; echo written > /app/new.txt && echo more >> /app/data.txt && cat /app/new.txt /app/data.txt; echo tmp > /tmp/t && cat /tmp/t';
+        const result = await t.scheduler.run(runSpec(script, { app: owner, image: `${owner}:1` }));
+        expect(result).toMatchObject({ exitCode: 0, output: '10000\nwritten\ncommitted\nmore\ntmp\n' });
+        const given = await t.scheduler.run(runSpec('id -u; touch /app-not-mine 2>/dev/null || echo refused'));
+        expect(given.output).toBe('65534\nrefused\n');
+      } finally {
+        await t.docker.getImage(`${owner}:1`).remove({ force: true }).catch(() => undefined);
+        await rm(checkout, { recursive: true, force: true });
+      }
+    });
+
+    it('bounds the engine\'s log of every container it makes (json-file, 10m x 3 by default)', async () => {
+      const s = spec();
+      await t.scheduler.start(s);
+      const info = await t.docker.getContainer(containerName(s.id)).inspect();
+      expect(info.HostConfig.LogConfig).toEqual({ Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '3' } });
+      await t.scheduler.stop(s.id);
+    });
+
     it('runs as a non-root user without capabilities', async () => {
       const result = await t.scheduler.run(runSpec('id -u; grep -E "^Cap(Eff|Prm|Bnd)" /proc/self/status; grep NoNewPrivs /proc/self/status'));
       expect(result.exitCode).toBe(0);

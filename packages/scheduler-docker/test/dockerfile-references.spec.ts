@@ -1,4 +1,4 @@
-import { UnreadableReference, imageReferences } from '../src/dockerfile-references';
+import { UnreadableReference, imageReferences, labelStages, lexWord, readDockerfile } from '../src/dockerfile-references';
 
 describe('imageReferences', () => {
   it('lists FROM images and COPY --from images, leaving out stage names, stage numbers and scratch', () => {
@@ -34,8 +34,65 @@ describe('imageReferences', () => {
     expect(imageReferences('# escape=`\nFROM `\n  ticked:1\n')).toEqual(['ticked:1']);
   });
 
-  it('refuses references it cannot read literally', () => {
-    expect(() => imageReferences('FROM ${BASE:-victim:3}\n')).toThrow(UnreadableReference);
+  it('reads a name as the engine does when it is hidden by quotes, escapes, a split line or a default', () => {
+    expect(imageReferences('FROM "vic"\'tim\':3\n')).toEqual(['victim:3']);
+    expect(imageReferences('FROM vi\\ctim:3\n')).toEqual(['victim:3']);
+    // A continuation joins the lines as they are: no blank between "vic" and "tim".
+    expect(imageReferences('FROM vic\\\ntim:3\n')).toEqual(['victim:3']);
+    expect(imageReferences('FROM vic\\\n# a comment\n\ntim:3\n')).toEqual(['victim:3']);
+    expect(imageReferences('ARG V=vic\nARG W=${V}tim\nFROM ${W}:3\n')).toEqual(['victim:3']);
+    expect(imageReferences('FROM ${NOPE:-victim:3}\n')).toEqual(['victim:3']);
+    expect(imageReferences('ARG X=1\nFROM ${X:+victim:3}\n')).toEqual(['victim:3']);
+    expect(imageReferences('ARG T="vic""tim"\nFROM $T:3 AS b\nFROM b\n')).toEqual(['victim:3']);
+  });
+
+  it('lexes words like the builder: quotes, escapes inside double quotes, a lone dollar', () => {
+    const args = new Map([['A', 'x']]);
+    expect(lexWord('"a\\"b"', args)).toBe('a"b');
+    expect(lexWord("'$A'", args)).toBe('$A');
+    expect(lexWord('"$A"', args)).toBe('x');
+    expect(lexWord('a$', args)).toBe('a$');
+    expect(lexWord('`$A', args, '`')).toBe('$A');
+  });
+
+  it('refuses references it cannot read as the engine would', () => {
+    expect(() => imageReferences('FROM ${BASE/x/y}\n')).toThrow(UnreadableReference);
     expect(() => imageReferences('FROM busybox\nARG X=victim:3\nCOPY --from=$X / /\n')).toThrow(UnreadableReference);
+    expect(() => imageReferences('FROM busybox\nCOPY --from="victim:3" / /\n')).toThrow(UnreadableReference);
+    expect(() => imageReferences('FROM "a b"\n')).toThrow(UnreadableReference);
+  });
+
+  it('refuses remote ADD sources however they are written', () => {
+    for (const line of [
+      'ADD http://127.0.0.1:8080/secret /s',
+      'ADD https://169.254.169.254/latest/meta-data/ /m',
+      'ADD "http"://10.0.0.1/x /x',
+      'ADD h\\ttp:/\\/127.0.0.1/x /x',
+      'ADD ["http://127.0.0.1/x", "/x"]',
+      'ADD git@10.0.0.1:repo.git /r',
+      'ARG U=http://127.0.0.1/\nADD $U /x',
+      'ONBUILD ADD http://127.0.0.1/x /x',
+      'ADD --chown=1:1 \\\n  http://127.0.0.1/x /x',
+    ]) {
+      expect(() => readDockerfile(`FROM busybox\n${line}\n`)).toThrow(/ADD/);
+    }
+    expect(readDockerfile('FROM busybox\nADD files.tar /x\n').images).toEqual(['busybox']);
+  });
+
+  it('refuses RUN flags (mounts of other images, networks, privileges)', () => {
+    expect(() => readDockerfile('FROM busybox\nRUN --mount=type=bind,from=victim:3,target=/v cat /v/secret\n')).toThrow(/RUN --mount/);
+    expect(() => readDockerfile('FROM busybox\nRUN --network=host wget http://127.0.0.1/\n')).toThrow(/RUN --network/);
+    expect(() => readDockerfile('FROM --network=host busybox\n')).toThrow(/FROM/);
+  });
+
+  it('tells where each stage starts', () => {
+    expect(readDockerfile('FROM a:1 \\\n  AS x\nRUN true\nFROM b:2\n').stageLines).toEqual([1, 3]);
+  });
+
+  it('labels every stage right after its FROM instruction', () => {
+    const text = 'FROM a:1 \\\n  AS x\nRUN true\nFROM b:2';
+    expect(labelStages(text, readDockerfile(text).stageLines, { 'svc.app': 'me', 'svc.app-uuid': 'u"1' })).toBe(
+      'FROM a:1 \\\n  AS x\nLABEL "svc.app"="me" "svc.app-uuid"="u\\"1"\nRUN true\nFROM b:2\nLABEL "svc.app"="me" "svc.app-uuid"="u\\"1"',
+    );
   });
 });

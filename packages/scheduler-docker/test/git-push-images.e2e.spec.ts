@@ -146,7 +146,7 @@ describeWithEngine('git push builds images', (engine) => {
       expect(refused.body.detail).toMatch(/can no longer be rolled back to/);
     });
 
-    it('a push without a Dockerfile is compiled by a buildpack and laid onto the stack image as one layer, its files in /app owned by the app user', async () => {
+    it('a push without a Dockerfile is compiled on the stack image with buildpacks, its files in /app owned by the app user, who runs it', async () => {
       const copy = await WorkingCopy.init(join(root, proc), join(root, 'home'), key);
       await copy.expectGit(['remote', 'add', 'svc', gitUrl(proc)]);
       await copy.commit(nodeApp('hello from the stack'), 'first');
@@ -154,12 +154,16 @@ describeWithEngine('git push builds images', (engine) => {
       const outcome = await copy.git(['push', 'svc', 'main']);
 
       expect(outcome.code).toBe(0);
+      expect(outcome.stderr).toContain('remote: -----> Compiling with buildpacks');
       expect(outcome.stderr).toContain('remote:        Detected Node.js');
       expect(outcome.stderr).toContain('remote:        Process types: web (from the Procfile)');
       expect(outcome.stderr).toContain('remote: -----> Released v2 (web=1)');
       expect(await builds(proc)).toEqual([expect.objectContaining({ image: `${proc}:2` })]);
       const [image, stack] = await Promise.all([engine().getImage(`${proc}:2`).inspect(), engine().getImage(NODE_IMAGE).inspect()]);
-      expect(image.RootFS.Layers).toEqual([...(stack.RootFS.Layers ?? []), expect.any(String)]);
+      // On the stack's layers, labelled with its app, run as the app user.
+      expect(image.RootFS.Layers?.slice(0, stack.RootFS.Layers?.length)).toEqual(stack.RootFS.Layers);
+      expect(image.Config.Labels?.[APP_LABEL]).toBe(proc);
+      expect(image.Config.User).toBe(`${APP_UID}:${APP_UID}`);
       const probe = "const fs = require('fs'); for (const f of ['/app', '/app/server.js', '/app/Procfile']) process.stdout.write(`${f} ${fs.statSync(f).uid} ${fs.statSync(f).gid}\\n`)";
       expect(await runIn(engine(), `${proc}:2`, ['node', '-e', probe])).toBe(
         [`/app ${APP_UID} ${APP_UID}`, `/app/server.js ${APP_UID} ${APP_UID}`, `/app/Procfile ${APP_UID} ${APP_UID}`, ''].join('\n'),

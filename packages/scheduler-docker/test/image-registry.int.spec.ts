@@ -214,7 +214,8 @@ describeWithSwarm('DockerImageBuilder with the registry of a two-node swarm', ()
 
     it('a node pulls it with the login only', async () => {
       const events: string[] = [];
-      const anonymous = new ImagePuller(worker, 'missing', (_app, line) => events.push(line));
+      // The swarm's registry is on a private network: the operator's allow-list names it.
+      const anonymous = new ImagePuller(worker, 'missing', (_app, line) => events.push(line), null, [registry()]);
       await expect(anonymous.inspect(app, reference, 1)).rejects.toThrow(/pulling .* failed: .*(unauthorized|authentication required|no basic auth credentials|denied)/i);
       expect(await imageExists(worker, reference)).toBe(false);
 

@@ -3,7 +3,7 @@ import { ContainerModule } from 'inversify';
 import { TOKENS, type BuildpackCatalog, type SourceCompiler } from '@svc/core';
 import { BUILTIN_BUILDPACKS_DIR, GitBuildpackCatalog } from '@svc/buildpacks-git';
 import { ProcessSourceCompiler, type ProcessScheduler } from '@svc/scheduler-process';
-import { DockerSourceCompiler, checkStackImage, type Docker, type RegistryLogin } from '@svc/scheduler-docker';
+import { DockerSourceCompiler, UNCONFINED_ENGINE, checkStackImage, engineConfinesBuilds, type Docker, type RegistryLogin } from '@svc/scheduler-docker';
 import type { BuildpackSettings } from './config-buildpacks';
 import type { ImageBuildSettings } from './config';
 
@@ -72,6 +72,12 @@ interface BuildsLogger {
  * `/readyz`, or null.
  */
 export async function prepareEngineBuilds(compiler: SourceCompiler | null, setup: DockerCompileSetup | null, logger: BuildsLogger): Promise<string | null> {
+  if (setup !== null) {
+    // Dockerfile builds run tenants' steps as the engine's root: refused unless it is remapped.
+    const confined = await engineConfinesBuilds(setup.engine()).catch(() => null);
+    if (confined === false) logger.warn({}, UNCONFINED_ENGINE);
+    else if (confined === true) logger.info({}, 'the Docker engine confines build steps (user-namespace remapping or rootless): Dockerfile builds are on');
+  }
   if (!(compiler instanceof DockerSourceCompiler) || setup === null) return null;
   const stack = await checkStackImage({ docker: setup.engine(), image: setup.images.stackImage, dockerHost: setup.dockerHost }).catch((error: unknown) => ({
     state: 'unknown',

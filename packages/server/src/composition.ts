@@ -196,6 +196,8 @@ function engineOptions(ctx: ResolutionContext, docker: DockerSchedulerSetup, reg
     startTimeoutMs: docker.startTimeoutMs,
     stopTimeoutMs: docker.stopTimeoutMs,
     registryLogin,
+    registryAllow: docker.registryAllow ?? [],
+    ...(docker.logLimit === undefined ? {} : { logLimit: docker.logLimit }),
   };
 }
 
@@ -295,7 +297,7 @@ const schedulerModule = (
   });
 
 /** The image builder of git pushes, when image builds are on; otherwise null, and pushed commits run from their checkout. */
-const imagesModule = (builds: ImageBuildSettings | null, registryLogin: RegistryLogin | null) =>
+const imagesModule = (builds: ImageBuildSettings | null, registryLogin: RegistryLogin | null, registryAllow: readonly string[]) =>
   new ContainerModule(({ bind }) => {
     bind<ImageBuilder | null>(TOKENS.ImageBuilder).toDynamicValue((ctx) =>
       builds === null
@@ -309,6 +311,9 @@ const imagesModule = (builds: ImageBuildSettings | null, registryLogin: Registry
             network: builds.network,
             registry: builds.registry,
             registryLogin,
+            registryAllow,
+            imageLimitBytes: builds.imageLimitBytes,
+            pidsLimit: builds.pidsLimit,
           }),
     );
   });
@@ -467,7 +472,7 @@ export function compose(options: CompositionOptions): {
     logsModule(options.logDirectory, options.logStore),
     schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes, options.docker, options.swarm, options.registryLogin ?? null),
     // The process scheduler runs checkouts: pushed commits are built into images for the others.
-    imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null), options.registryLogin ?? null),
+    imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null), options.registryLogin ?? null, options.docker?.registryAllow ?? []),
     // Buildpacks compile where the app's code runs: in the process sandbox, or on the engine with image builds.
     buildsModule(options.buildpacks ?? null, compilerKind(options), () => container.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler), dockerCompileSetup(options, () => container.get<Docker>(SERVER_TOKENS.DockerEngine))),
     coreModule(options.settings, options.metrics?.collector, options.tls ?? null, options.acme ?? null, options.events ?? null),

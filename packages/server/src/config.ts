@@ -32,6 +32,10 @@ export interface DockerSettings {
   guardHost: boolean;
   /** DOCKER_DEFAULT_MEMORY: the memory limit of containers whose app sets none, and of `run`; null for none. */
   defaultMemory: string | null;
+  /** REGISTRY_ALLOW: registries on this host or a private network tenants' images may be pulled from (REGISTRY always may). */
+  registryAllow?: string[];
+  /** DOCKER_LOG_MAX_SIZE and DOCKER_LOG_MAX_FILE: the engine's log of each container, `max-size` per file and files kept. */
+  logLimit?: { maxSize: string; maxFiles: number };
   /** DOCKER_DEFAULT_CPU: the CPU limit (1024 = one CPU) of containers whose app sets none, and of `run`; null for none. */
   defaultCpu: number | null;
 }
@@ -88,6 +92,10 @@ export interface ImageBuildSettings {
   network: string;
   /** REGISTRY: where each build is pushed and pulled from by digest (`host[:port][/path]`); null: builds stay in the engine. */
   registry: string | null;
+  /** BUILD_IMAGE_LIMIT_MB, in bytes: the largest image a build may make. */
+  imageLimitBytes: number;
+  /** BUILD_PIDS_LIMIT: most processes of a Dockerfile build's steps at once. */
+  pidsLimit: number;
 }
 /** The variable that lets apps run unconfined, for one trusted developer on their own machine. */
 export const UNSAFE_SWITCH = 'UNSAFE_SINGLE_USER_DEV';
@@ -367,6 +375,8 @@ function imageBuilds(env: Env, registry: string | null): ImageBuildSettings | nu
     contextLimitBytes: integer(env, 'BUILD_CONTEXT_LIMIT_MB', 256, 1, 64 * 1024) * 1024 * 1024,
     network,
     registry,
+    imageLimitBytes: integer(env, 'BUILD_IMAGE_LIMIT_MB', 2048, 1, 1024 * 1024) * 1024 * 1024,
+    pidsLimit: integer(env, 'BUILD_PIDS_LIMIT', 512, 16, 1_000_000),
   };
 }
 
@@ -447,7 +457,7 @@ function sandbox(env: Env): SandboxOptions | null {
 }
 
 /** The Docker scheduler's settings; DOCKER_HOST is checked even when another scheduler runs (it may be picked). */
-function docker(env: Env): DockerSettings {
+function docker(env: Env, registry: string | null = null): DockerSettings {
   const host = env.DOCKER_HOST?.trim() ? env.DOCKER_HOST.trim() : null;
   try {
     dockerHostOptions(host);
@@ -477,7 +487,26 @@ function docker(env: Env): DockerSettings {
     guardHost: flag(env, 'DOCKER_HOST_GUARD', true),
     defaultMemory: defaultMemory(env, 'DOCKER_DEFAULT_MEMORY'),
     defaultCpu: defaultCpu(env, 'DOCKER_DEFAULT_CPU'),
+    // The platform's own registry is where released builds are pulled from.
+    registryAllow: [...registryAllow(env), ...(registry === null ? [] : [registry])],
+    logLimit: { maxSize: logSize(env), maxFiles: integer(env, 'DOCKER_LOG_MAX_FILE', 3, 1, 100) },
   };
+}
+
+/** `REGISTRY_ALLOW`: comma-separated `host[:port]` of registries on private networks that images may come from. */
+function registryAllow(env: Env): string[] {
+  const entries = text(env, 'REGISTRY_ALLOW', '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  for (const entry of entries) {
+    if (!/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$/.test(entry)) throw new ConfigError('REGISTRY_ALLOW', `must list host[:port] of registries, got "${entry}"`);
+  }
+  return entries;
+}
+
+/** `DOCKER_LOG_MAX_SIZE`: the engine's json-file `max-size` of each container's log (default 10m). */
+function logSize(env: Env): string {
+  const value = text(env, 'DOCKER_LOG_MAX_SIZE', '10m');
+  if (!/^[1-9][0-9]*[kmg]$/.test(value)) throw new ConfigError('DOCKER_LOG_MAX_SIZE', `must be a size such as 10m or 500k, got "${value}"`);
+  return value;
 }
 
 /** The SWARM_* settings (SCHEDULER=swarm). */
@@ -619,6 +648,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
       domainsPerApp: integer(env, 'QUOTA_DOMAINS_PER_APP', quotas.domainsPerApp, 1, 1_000_000),
     },
     buildRetention: integer(env, 'BUILD_RETENTION', DEFAULT_SETTINGS.buildRetention, 1, 1000),
+    buildsPerUser: integer(env, 'QUOTA_BUILDS_PER_USER', DEFAULT_SETTINGS.buildsPerUser, 1, 10_000),
     deployLeaseSeconds: integer(env, 'DEPLOY_LEASE_SECONDS', DEFAULT_SETTINGS.deployLeaseSeconds, 3, 3600),
     buildpackUrlAllow: buildpackUrlAllow(env),
     releasePhaseTimeoutSeconds: integer(env, 'RELEASE_PHASE_TIMEOUT_SECONDS', DEFAULT_SETTINGS.releasePhaseTimeoutSeconds, 1, 24 * 3600),
@@ -641,7 +671,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
       stopTimeoutMs: integer(env, 'PROCESS_STOP_TIMEOUT_SECONDS', 10, 0, 600) * 1000,
       sandbox: sandbox(env),
     },
-    docker: docker(env),
+    docker: docker(env, registry),
     swarm: swarm(env),
     schedulerChaos: chaos(env),
     apiVersion: oneOf<ApiVersion>(env, 'SVC_API_VERSION', '1.7', API_VERSIONS),

@@ -414,6 +414,8 @@ describe('loadConfig: image builds', () => {
       contextLimitBytes: 256 * 1024 * 1024,
       network: 'none',
       registry: null,
+      imageLimitBytes: 2048 * 1024 * 1024,
+      pidsLimit: 512,
     });
     expect(loadConfig({
       SCHEDULER: 'memory',
@@ -426,6 +428,8 @@ describe('loadConfig: image builds', () => {
       BUILD_CONTEXT_LIMIT_MB: '64',
       BUILD_NETWORK: 'builds',
       REGISTRY: 'registry.local:5000/platform/',
+      BUILD_IMAGE_LIMIT_MB: '300',
+      BUILD_PIDS_LIMIT: '64',
     }).imageBuilds).toEqual({
       stackImage: 'registry.local:5000/stacks/node:20',
       timeoutMs: 120_000,
@@ -434,7 +438,18 @@ describe('loadConfig: image builds', () => {
       contextLimitBytes: 64 * 1024 * 1024,
       network: 'builds',
       registry: 'registry.local:5000/platform',
+      imageLimitBytes: 300 * 1024 * 1024,
+      pidsLimit: 64,
     });
+  });
+
+  it('reads the registries tenants may pull from on private networks, and the engine\'s log limits', () => {
+    const docker = loadConfig({ SCHEDULER: 'memory', REGISTRY_ALLOW: ' 10.0.0.5:5000, registry.internal ,[fd00::1]:5000', DOCKER_LOG_MAX_SIZE: '500k', DOCKER_LOG_MAX_FILE: '2' }).docker;
+    expect(docker.registryAllow).toEqual(['10.0.0.5:5000', 'registry.internal', '[fd00::1]:5000']);
+    expect(docker.logLimit).toEqual({ maxSize: '500k', maxFiles: 2 });
+    expect(loadConfig({ SCHEDULER: 'memory' }).docker.logLimit).toEqual({ maxSize: '10m', maxFiles: 3 });
+    expect(failureOf({ SCHEDULER: 'memory', REGISTRY_ALLOW: 'http://x/' })?.message).toMatch(/^REGISTRY_ALLOW: /);
+    expect(failureOf({ SCHEDULER: 'memory', DOCKER_LOG_MAX_SIZE: 'lots' })?.message).toMatch(/^DOCKER_LOG_MAX_SIZE: /);
   });
 
   it('reads REGISTRY as host[:port][/path] of a registry, never a name the engine would look up on Docker Hub', () => {

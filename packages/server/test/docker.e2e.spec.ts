@@ -59,6 +59,8 @@ describeEngine('the controller on a Docker engine (SCHEDULER=docker)', () => {
     DOCKER_NETWORK: `svc-e2e-${tag}`,
     DOCKER_BRIDGE: `svce${tag}`.slice(0, 15),
     DOCKER_INSTANCE: `e2e-${tag}`,
+    // The test registry is on loopback: only a registry the operator names may be pulled from there.
+    REGISTRY_ALLOW: TEST_REGISTRY ?? '',
     ...ENGINE_E2E_ENV,
   };
   let docker: Docker;

@@ -49,6 +49,8 @@ describeSwarm('a lost Swarm worker (SCHEDULER=swarm)', () => {
   const app = `lostapp-${tag}`;
   const env = {
     SCHEDULER: 'swarm',
+    // The swarm's registry is on a private network: only one the operator names may be pulled from.
+    REGISTRY_ALLOW: REGISTRY ?? '',
     DOCKER_HOST: HOST ?? '',
     DOCKER_INSTANCE: `e2e-lost-${tag}`,
     SWARM_SERVICE_PREFIX: `lost${tag}`,

@@ -32,6 +32,8 @@ describeSwarm('git pushes on a two-node Docker Swarm with a registry (SCHEDULER=
   const prefix = `reg${tag}`;
   const env = {
     SCHEDULER: 'swarm',
+    // The swarm's registry is on a private network: only one the operator names may be pulled from.
+    REGISTRY_ALLOW: TEST_SWARM_REGISTRY ?? '',
     DOCKER_HOST: TEST_SWARM_HOST ?? '',
     REGISTRY: TEST_SWARM_AUTH_REGISTRY ?? '',
     REGISTRY_USERNAME: process.env.TEST_SWARM_REGISTRY_USERNAME ?? '',

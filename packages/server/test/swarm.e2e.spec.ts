@@ -71,6 +71,8 @@ describeSwarm('the controller on a two-node Docker Swarm (SCHEDULER=swarm)', () 
   const app = `swarmapp-${tag}`;
   const env = {
     SCHEDULER: 'swarm',
+    // The swarm's registry is on a private network: only one the operator names may be pulled from.
+    REGISTRY_ALLOW: TEST_SWARM_REGISTRY ?? '',
     DOCKER_HOST: TEST_SWARM_HOST ?? '',
     DOCKER_INSTANCE: `e2e-${tag}`,
     SWARM_SERVICE_PREFIX: `e2e${tag}`,

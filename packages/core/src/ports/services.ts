@@ -189,4 +189,10 @@ export interface ImageBuilder {
    * a container still uses stays. Resolves with the names removed.
    */
   prune(app: string, keep: readonly string[]): Promise<string[]>;
+  /**
+   * Removes every image this builder made for the app with that id and uuid (a deleted app's);
+   * optional: a builder without it leaves them to `prune`. Images another app of the same id
+   * made are never touched.
+   */
+  removeApp?(app: string, appUuid: string): Promise<void>;
 }

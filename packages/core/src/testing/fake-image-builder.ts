@@ -56,6 +56,13 @@ export class FakeImageBuilder implements ImageBuilder {
     target.tags.add(reference);
   }
 
+  /** Removes the images of the app with that id and uuid. */
+  async removeApp(app: string, appUuid: string): Promise<void> {
+    for (const [id, image] of this.images) {
+      if (image.request.app === app && image.request.appUuid === appUuid) this.images.delete(id);
+    }
+  }
+
   async remove(image: string): Promise<void> {
     const target = this.find(image);
     if (target !== undefined) this.images.delete(target.id);

@@ -118,7 +118,7 @@ export class UpdateApp {
 
 /** Stops an app's containers and deletes it with everything under it. */
 export class DeleteApp {
-  constructor(private readonly deps: LeaseDependencies & Pick<CoreDependencies, 'compiler' | 'tls'>) {}
+  constructor(private readonly deps: LeaseDependencies & Pick<CoreDependencies, 'compiler' | 'tls' | 'images'>) {}
 
   /**
    * Under the app's deploy lease, stops its containers with no transaction open, then
@@ -167,6 +167,11 @@ export class DeleteApp {
       await this.deps.compiler?.removeApp(deleted.id, deleted.uuid);
     } catch {
       // The app is gone; its build cache belongs to its uuid, which no new app shares.
+    }
+    try {
+      await this.deps.images?.removeApp?.(deleted.id, deleted.uuid);
+    } catch {
+      // The app is gone; its images carry its uuid, which no new app of the same name can build from or run.
     }
   }
 

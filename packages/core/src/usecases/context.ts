@@ -55,6 +55,8 @@ export interface Settings {
   /** Log streams this controller process holds open at once, all users together. */
   logFollowersTotal: number;
   quotas: Quotas;
+  /** Builds (Dockerfile, Procfile or buildpack) one user may run at once in this process (`QUOTA_BUILDS_PER_USER`); more are refused 429. */
+  buildsPerUser: number;
   /** How many of an app's most recently released builds keep their source, so that they can be rolled back to. */
   buildRetention: number;
   /**
@@ -106,6 +108,7 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
     configBytes: 64 * 1024,
     domainsPerApp: 100,
   }),
+  buildsPerUser: 2,
   buildRetention: 10,
   deployLeaseSeconds: 30,
   buildpackUrlAllow: Object.freeze([]),

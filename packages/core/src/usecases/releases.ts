@@ -10,6 +10,7 @@ import {
   PROCESS_TYPE_PATTERN,
 } from '../rules/config';
 import { FieldErrorCollector, bodyObject, isPlainObject, optionalString, requiredString, toInteger } from '../rules/fields';
+import { BuildSlots } from '../rules/build-slots';
 import { assertConfigQuota } from '../rules/quotas';
 import { describeDeploy, structureForBuild } from '../rules/releases';
 import { isDigestReference, isReleaseImage, planSourceBuild, releaseImage, type SourceFiles } from '../rules/sources';
@@ -200,6 +201,9 @@ export interface PushedSource extends SourceFiles {
 
 /** Builds a pushed commit and releases it onto the current config, acting as the holder of the SSH key that pushed it. */
 export class DeploySource {
+  /** The builds each user runs now (at most `settings.buildsPerUser` at once). */
+  private readonly builds = new BuildSlots();
+
   constructor(private readonly deps: ReleaseDeps & Pick<CoreDependencies, 'images' | 'settings' | 'compiler' | 'buildpacks'>) {}
 
   /**
@@ -243,15 +247,20 @@ export class DeploySource {
     if (compiling || images !== null) {
       // Nobody waits on a build the pusher may not release.
       const app = await loadVisibleApp(repos, actor, appId);
-      if (compiling) {
-        const { config } = await currentRelease(repos, app.id);
-        const ports = { compiler: this.deps.compiler!, buildpacks: this.deps.buildpacks! };
-        const request = { app: app.id, appUuid: app.uuid, directory: source.workdir, env: { ...config.values } };
-        compiled = await compileSource(ports, this.deps.settings, request, plan.procfile, output);
-        image = compiled.source.image;
-      } else if (images !== null) {
-        const kind = source.dockerfile !== null ? 'dockerfile' : 'procfile';
-        image = await buildSourceImage(images, { app: app.id, appUuid: app.uuid, directory: source.workdir, kind }, output);
+      const release = this.builds.take(actor.user.username, this.deps.settings.buildsPerUser);
+      try {
+        if (compiling) {
+          const { config } = await currentRelease(repos, app.id);
+          const ports = { compiler: this.deps.compiler!, buildpacks: this.deps.buildpacks! };
+          const request = { app: app.id, appUuid: app.uuid, directory: source.workdir, env: { ...config.values } };
+          compiled = await compileSource(ports, this.deps.settings, request, plan.procfile, output);
+          image = compiled.source.image;
+        } else if (images !== null) {
+          const kind = source.dockerfile !== null ? 'dockerfile' : 'procfile';
+          image = await buildSourceImage(images, { app: app.id, appUuid: app.uuid, directory: source.workdir, kind }, output);
+        }
+      } finally {
+        release();
       }
     }
     let published: PublishedRelease & { build: Build };

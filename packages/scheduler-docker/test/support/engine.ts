@@ -100,6 +100,8 @@ export async function testScheduler(overrides: Partial<DockerSchedulerOptions> =
     stopTimeoutMs: 2000,
     backoff: { initialMs: 200, maxMs: 2000 },
     pidsLimit: 64,
+    // The test registry is on this host's loopback: the operator's allow-list names it.
+    registryAllow: TEST_REGISTRY === null ? [] : [TEST_REGISTRY],
     onWarning: (message) => warnings.push(message),
     ...overrides,
   };

@@ -92,6 +92,8 @@ export async function testSwarm(overrides: Partial<SwarmSchedulerOptions> = {}):
     pollMs: 500,
     pidsLimit: 64,
     network: TEST_SWARM_NETWORK,
+    // The swarm's registry is on a private network: the operator's allow-list names it.
+    registryAllow: TEST_SWARM_REGISTRY === null ? [] : [TEST_SWARM_REGISTRY],
     onEndpointsChanged: () => {
       changes++;
     },

@@ -101,3 +101,50 @@ export function followRequested(value: unknown): boolean {
   if (text === 'false' || text === '0') return false;
   throw ValidationFailed.field('follow', 'Must be a valid boolean.');
 }
+
+/** Where a follow stream writes its batches (log lines, events). */
+export interface FollowWriter<T> {
+  write(batch: T): void;
+  close(): void;
+}
+
+/**
+ * Serves one follow stream: subscribes, keeps the batches that arrive before the stream is
+ * open, opens it (`open` writes its head), and ends it once, on the client's close or the
+ * server's shutdown, closing the writer and unsubscribing.
+ */
+export async function serveFollow<T, F extends { unsubscribe(): void }>(
+  shutdown: AbortSignal | undefined,
+  res: { once(event: 'close', listener: () => void): unknown; end(): unknown },
+  subscribe: (deliver: (batch: T) => void) => Promise<F>,
+  open: (followed: F, finish: () => void) => FollowWriter<T>,
+): Promise<void> {
+  let gone = false;
+  let writer: FollowWriter<T> | null = null;
+  let followed: F | null = null;
+  const pending: T[] = [];
+  const end = (): void => {
+    if (gone) return;
+    gone = true;
+    writer?.close();
+    followed?.unsubscribe();
+    shutdown?.removeEventListener('abort', finish);
+  };
+  const finish = (): void => {
+    end();
+    res.end();
+  };
+  res.once('close', end);
+  followed = await subscribe((batch) => {
+    // Batches may come before the stream is open: they wait their turn.
+    if (writer === null) pending.push(batch);
+    else writer.write(batch);
+  });
+  if (gone || shutdown?.aborted === true) {
+    finish();
+    return;
+  }
+  shutdown?.addEventListener('abort', finish, { once: true });
+  writer = open(followed, finish);
+  for (const batch of pending.splice(0)) writer.write(batch);
+}

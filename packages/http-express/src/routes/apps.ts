@@ -2,7 +2,7 @@ import type { Request, Response } from 'express';
 import { appEtag } from '@svc/core';
 import { notModified } from '../conditional';
 import type { Actor, FollowedLog, RestartTarget } from '@svc/core';
-import { BoundedLineWriter, followRequested } from '../follow';
+import { BoundedLineWriter, followRequested, serveFollow } from '../follow';
 import { authed, type Call, type Route, type RouteContext } from '../routing';
 import { envelope, pageRequestOf } from '../pagination';
 import { AppPath, ContainerPath, ContainerTypePath, pathParams } from '../params';
@@ -30,44 +30,22 @@ function restartTarget(req: Request): { id: string; target: RestartTarget } {
  * version), until the client disconnects or the server shuts down.
  */
 async function followLogs(context: RouteContext, res: Response, actor: Actor, id: string, logLines: unknown): Promise<void> {
-  let gone = false;
-  const pending: string[][] = [];
-  let writer: BoundedLineWriter | null = null;
-  let followed: FollowedLog | null = null;
-  const end = (): void => {
-    if (gone) return;
-    gone = true;
-    writer?.close();
-    followed?.unsubscribe();
-    context.shutdown?.removeEventListener('abort', finish);
-  };
-  const finish = (): void => {
-    end();
-    res.end();
-  };
-  res.once('close', end);
-
-  followed = await context.useCases.followLogs.execute(actor, id, logLines, (lines) => {
-    // Lines may come before the first ones are written: they wait their turn.
-    if (writer === null) pending.push(lines);
-    else writer.write(lines);
-  });
-  if (gone || context.shutdown?.aborted === true) {
-    finish();
-    return;
-  }
-  context.shutdown?.addEventListener('abort', finish, { once: true });
-
-  res.status(200);
-  res.setHeader('Content-Type', 'text/plain; charset=utf-8');
-  res.setHeader('Cache-Control', 'no-cache');
-  // Reverse proxies that buffer responses would hold the lines back.
-  res.setHeader('X-Accel-Buffering', 'no');
-  res.flushHeaders();
-  const opened = new BoundedLineWriter(res, context.followBufferBytes);
-  writer = opened;
-  opened.write(followed.lines);
-  for (const lines of pending.splice(0)) opened.write(lines);
+  await serveFollow<string[], FollowedLog>(
+    context.shutdown,
+    res,
+    (deliver) => context.useCases.followLogs.execute(actor, id, logLines, deliver),
+    (followed) => {
+      res.status(200);
+      res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+      res.setHeader('Cache-Control', 'no-cache');
+      // Reverse proxies that buffer responses would hold the lines back.
+      res.setHeader('X-Accel-Buffering', 'no');
+      res.flushHeaders();
+      const writer = new BoundedLineWriter(res, context.followBufferBytes);
+      writer.write(followed.lines);
+      return writer;
+    },
+  );
 }
 
 /** Applications, their logs and one-off runs, containers and scaling. */

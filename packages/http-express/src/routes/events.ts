@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { parseLastEventId, presentEvent, type Actor, type FollowedEvents, type Webhook, type WebhookDelivery } from '@svc/core';
 import { EventStreamWriter } from '../event-stream';
-import { followRequested } from '../follow';
+import { followRequested, serveFollow } from '../follow';
 import { authed, type Route, type RouteContext } from '../routing';
 import { envelope, pageRequestOf } from '../pagination';
 import { AppPath, WebhookPath, pathParams } from '../params';
@@ -35,33 +35,12 @@ function presentDelivery(delivery: WebhookDelivery): Record<string, unknown> {
 async function followEvents(context: RouteContext, req: Request, res: Response, actor: Actor, id: string): Promise<void> {
   const header = req.headers['last-event-id'];
   const lastEventId = parseLastEventId(typeof header === 'string' ? header : undefined);
-  let gone = false;
-  let writer: EventStreamWriter | null = null;
-  let followed: FollowedEvents | null = null;
-  const pending: Parameters<EventStreamWriter['write']>[0][] = [];
-  const end = (): void => {
-    if (gone) return;
-    gone = true;
-    writer?.close();
-    followed?.unsubscribe();
-    context.shutdown?.removeEventListener('abort', finish);
-  };
-  const finish = (): void => {
-    end();
-    res.end();
-  };
-  res.once('close', end);
-  followed = await context.useCases.followEvents.execute(actor, id, lastEventId, (events) => {
-    if (writer === null) pending.push(events);
-    else writer.write(events);
-  });
-  if (gone || context.shutdown?.aborted === true) {
-    finish();
-    return;
-  }
-  context.shutdown?.addEventListener('abort', finish, { once: true });
-  writer = new EventStreamWriter(res, context.followBufferBytes, finish);
-  for (const events of pending.splice(0)) writer.write(events);
+  await serveFollow<Parameters<EventStreamWriter['write']>[0], FollowedEvents>(
+    context.shutdown,
+    res,
+    (deliver) => context.useCases.followEvents.execute(actor, id, lastEventId, deliver),
+    (_followed, finish) => new EventStreamWriter(res, context.followBufferBytes, finish),
+  );
 }
 
 /** The audit journal, the live event stream and app webhooks: extensions at every API version. */

@@ -390,10 +390,10 @@ export class RunCommand {
       type: 'run', num: runs.reduce((max, c) => Math.max(max, c.num), 0) + 1, state: 'up', created: now, updated: now,
     };
     await repos.containers.create(container);
-    await journal(repos, this.deps, actor, { action: 'container.run', app: app.id, target: `run.${container.num}`, summary: `${actor.user.username} ran a one-off command` });
     await logEvent(this.deps, app.id, `${actor.user.username} runs '${command!}'`);
+    let result: RunResult;
     try {
-      return await this.deps.scheduler.run({
+      result = await this.deps.scheduler.run({
         app: app.id,
         release: state.release.version,
         image: state.build.image,
@@ -409,5 +409,8 @@ export class RunCommand {
     } finally {
       await repos.containers.delete(container.uuid);
     }
+    // Journalled once it ran: a run the scheduler could not carry out leaves no trace, as a failed change leaves no row.
+    await journal(repos, this.deps, actor, { action: 'container.run', app: app.id, target: `run.${container.num}`, summary: `${actor.user.username} ran a one-off command` });
+    return result;
   }
 }

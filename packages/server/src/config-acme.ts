@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { DEFAULT_ACME_SETTINGS, type AcmeSettings } from '@svc/core';
-import { ConfigError } from './config';
+import { ConfigError } from './config-values';
 
 /** Let's Encrypt's directories, by the short names ACME_DIRECTORY_URL also accepts. */
 export const KNOWN_ACME_DIRECTORIES: Readonly<Record<string, string>> = Object.freeze({

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { normaliseBuildpackUrl } from '@svc/core';
-import { ConfigError } from './config';
+import { ConfigError } from './config-values';
 
 /** How pushed commits are compiled with buildpacks (the adapters' side; the core's is in Settings). */
 export interface BuildpackSettings {

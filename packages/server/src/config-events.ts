@@ -1,5 +1,5 @@
 import { DEFAULT_SETTINGS, type Settings } from '@svc/core';
-import { ConfigError } from './config';
+import { ConfigError } from './config-values';
 
 /** The audit journal, webhooks and idempotency keys: the adapters' side (the core's is in Settings). */
 export interface EventSettings {

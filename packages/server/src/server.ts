@@ -1,12 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Logger } from 'pino';
 import type { Scheduler, UseCases } from '@svc/core';
-import { generateSecretKey } from '@svc/crypto-node';
 import { httpServerOptions, limitConnections, timeoutOptions } from '@svc/http-express';
-import { createDatabase, type Database } from '@svc/persistence-typeorm';
+import { createDatabase } from '@svc/persistence-typeorm';
 import type { ProcessScheduler, SandboxStatus } from '@svc/scheduler-process';
 import { createEngine, pingEngine, type DockerScheduler, type SwarmScheduler } from '@svc/scheduler-docker';
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
@@ -16,6 +15,8 @@ import { prepareEngineBuilds } from './compose-builds';
 import { checkPorts, checkSchedulerRecord, readinessDetails } from './preflight';
 import { compose, type GitSetup, type PlatformRouter } from './composition';
 import { dashboardDirectory } from './dashboard';
+import { platformVersion, resolveSecretKey, sharedSecretKey } from './secret-key';
+export { platformVersion, resolveSecretKey } from './secret-key';
 import { eventPorts, startEventWorkers } from './events';
 import type { PlatformRouteTable } from './routing';
 import { UNSAFE_SWITCH, type SchedulerKind, type ServerConfig } from './config';
@@ -126,43 +127,6 @@ export function refusalLog(logger: Logger, server: string): (reason: 'total' | '
     last = now;
     since = 0;
   };
-}
-
-/** The platform version announced in response headers: this package's version. */
-export function platformVersion(): string {
-  try {
-    const manifest = JSON.parse(readFileSync(join(__dirname, '..', 'package.json'), 'utf8')) as { version?: string };
-    return manifest.version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
-}
-
-/**
- * The secret that seals private keys: the configured one, or outside production one
- * generated on first start and kept (mode 0600) in the data directory.
- */
-export function resolveSecretKey(config: ServerConfig, logger: Logger): string {
-  if (config.secretKey !== null) return config.secretKey;
-  const file = join(config.dataDir, 'secret_key');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  const secret = generateSecretKey();
-  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
-  chmodSync(file, 0o600);
-  logger.warn({ file }, 'SECRET_KEY is not set: generated one and stored it in the data directory; set SECRET_KEY in production');
-  return secret;
-}
-
-/**
- * With a shared database and no SECRET_KEY, the key is kept in the database so that every
- * controller process seals with the same one; the first process stores the key it finds in
- * its data directory (from an earlier start) or a new one.
- */
-async function sharedSecretKey(database: Database, dataDir: string, logger: Logger): Promise<string> {
-  const file = join(dataDir, 'secret_key');
-  const secret = await database.sharedSecret('secret_key', () => (existsSync(file) ? readFileSync(file, 'utf8').trim() : generateSecretKey()));
-  logger.warn('SECRET_KEY is not set: using the key generated and stored in the database; set SECRET_KEY in production');
-  return secret;
 }
 
 /**

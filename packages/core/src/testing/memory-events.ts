@@ -3,12 +3,9 @@ import type { Page, Slice } from '../model/pagination';
 import type { DeliveryRepository, EventRepository, WebhookRepository } from '../ports/events';
 import { actionMatches } from '../rules/events';
 import { deepCopy } from './copy';
-import type { Context } from './memory-repositories';
+import { page, type Context } from './memory-context';
 import type { Tables } from './memory-store';
 
-function slicePage<T>(rows: T[], slice: Slice): Page<T> {
-  return { count: rows.length, items: rows.slice(slice.offset, slice.offset + slice.limit).map(deepCopy) };
-}
 
 /** Apps `username` may see: owned or shared. */
 function visibleApps(tables: Tables, username: string): Set<string> {
@@ -38,7 +35,7 @@ export class MemoryEvents implements EventRepository {
         (visible === null || (e.app !== null ? visible.has(e.app) : e.actor === user || e.target === user)),
       )
       .reverse();
-    return slicePage(rows, slice);
+    return page(rows, slice);
   }
 
   async after(app: string, after: string | null, limit: number): Promise<AuditEvent[]> {
@@ -83,7 +80,7 @@ export class MemoryWebhooks implements WebhookRepository {
   }
 
   async listForApp(app: string, slice: Slice): Promise<Page<Webhook>> {
-    return slicePage(this.c.read().webhooks.filter((w) => w.app === app), slice);
+    return page(this.c.read().webhooks.filter((w) => w.app === app), slice);
   }
 
   async allForApp(app: string): Promise<Webhook[]> {
@@ -122,7 +119,7 @@ export class MemoryDeliveries implements DeliveryRepository {
 
   async listForWebhook(webhook: string, slice: Slice): Promise<Page<WebhookDelivery>> {
     const rows = this.c.read().deliveries.filter((d) => d.webhook === webhook).reverse();
-    return slicePage(rows.map(strip), slice);
+    return page(rows.map(strip), slice);
   }
 
   async due(now: Date, limit: number): Promise<WebhookDelivery[]> {

@@ -18,11 +18,12 @@ import { Client } from 'pg';
 import { createDatabase } from '@svc/persistence-typeorm';
 import { benchDeployIsolation, isolationReport, type IsolationResult } from './deploy-isolation';
 import { runLoad, type LoadResult, type RequestSpec } from './load';
-import { describeMachine, type MachineInfo } from './machine';
+import { describeMachine } from './machine';
 import { startServer, type ServerProcess } from './processes';
 import { benchDocker, dockerReport, type DockerResult } from './docker';
 import { benchPush, pushReport, type PushResult } from './push';
 import { benchRouter, routerReport, type RouterResult } from './router';
+import { evaluate, fmt, report, table, type ConfigRow, type DatabaseResult, type GrowthRow, type Kind, type Pair, type Side, type ThroughputRow } from './report';
 import { createScratchDatabase, PostgresSeeder, SqliteSeeder, type ScratchDatabase, type Seeder } from './seed';
 
 const ROOT = resolve(__dirname, '..', '..');
@@ -62,51 +63,6 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     void Promise.allSettled([...cleanups].map((cleanup) => cleanup())).then(() => process.exit(130));
   });
 }
-
-type Kind = 'sqlite' | 'postgres';
-type Side = 'controller' | 'baseline';
-
-interface Pair {
-  controller: LoadResult;
-  baseline: LoadResult;
-}
-
-interface ThroughputRow extends Pair {
-  endpoint: string;
-  connections: number;
-  ratio: number;
-}
-
-interface GrowthRow {
-  rows: number;
-  apps: Pair;
-  releases: Pair;
-}
-
-interface ConfigRow {
-  releases: number;
-  latency: Pair;
-}
-
-interface DatabaseResult {
-  database: Kind;
-  version: string;
-  throughput: ThroughputRow[];
-  growth: GrowthRow[];
-  configGrowth: ConfigRow[];
-  memory: Record<Side, { idleMiB: number; after100kAppsMiB: number; peakUnderLoadMiB: number; peakMiB: number }>;
-  targets: Target[];
-  seconds: number;
-}
-
-interface Target {
-  name: string;
-  value: number;
-  limit: string;
-  holds: boolean;
-}
-
-// ---- the API, for setting up users -----------------------------------------------------
 
 async function call(url: string, path: string, body: unknown, token?: string): Promise<Record<string, unknown>> {
   const response = await fetch(`${url}${path}`, {
@@ -418,119 +374,6 @@ async function benchDatabase(kind: Kind, serverUrl: string | undefined): Promise
   }
 }
 
-// ---- targets and tables --------------------------------------------------------------
-
-function evaluate(rows: ThroughputRow[], growth: GrowthRow[], config: ConfigRow[]): Target[] {
-  const targets: Target[] = [];
-  for (const row of rows) {
-    if (row.connections !== 64 || !row.endpoint.startsWith('GET')) continue;
-    targets.push({ name: `${row.endpoint} x64: controller/baseline throughput`, value: row.ratio, limit: '>= 0.60', holds: row.ratio >= 0.6 });
-  }
-  const first = growth[0];
-  const last = growth[growth.length - 1];
-  if (first && last) {
-    const apps = last.apps.controller.p50 / first.apps.controller.p50;
-    const releases = last.releases.controller.p50 / first.releases.controller.p50;
-    targets.push({ name: `GET /v1/apps/ p50 at ${last.rows} rows / at ${first.rows} rows`, value: apps, limit: '<= 1.50', holds: apps <= 1.5 });
-    targets.push({ name: `GET .../releases/ p50 at ${last.rows} rows / at ${first.rows} rows`, value: releases, limit: '<= 1.50', holds: releases <= 1.5 });
-  }
-  const small = config[0];
-  const large = config[1];
-  if (small && large) {
-    const flat = large.latency.controller.p50 / small.latency.controller.p50;
-    targets.push({
-      name: `POST .../config/ p50 with ${large.releases} releases / with ${small.releases}`,
-      value: flat,
-      limit: '<= 1.50',
-      holds: flat <= 1.5,
-    });
-  }
-  return targets;
-}
-
-function fmt(value: number, digits = 2): string {
-  if (!Number.isFinite(value)) return '-';
-  return value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
-}
-
-function table(headers: string[], body: string[][]): string {
-  const widths = headers.map((header, i) => Math.max(header.length, ...body.map((row) => (row[i] ?? '').length)));
-  const line = (cells: string[]): string =>
-    `| ${cells.map((cell, i) => (i === 0 ? cell.padEnd(widths[i] ?? 0) : cell.padStart(widths[i] ?? 0))).join(' | ')} |`;
-  const rule = `|${widths.map((width, i) => (i === 0 ? `${'-'.repeat(width + 1)}-` : `${'-'.repeat(width + 1)}:`)).join('|')}|`;
-  return [line(headers), rule, ...body.map(line)].join('\n');
-}
-
-function report(machine: MachineInfo, results: DatabaseResult[]): string {
-  const out: string[] = [];
-  out.push(`Machine: ${machine.cpuModel}, ${machine.cores} CPUs, ${machine.memoryGiB} GiB, Linux ${machine.kernel}, Node ${machine.node}`);
-  out.push(`Throughput runs: ${DURATION_S} s each after ${WARMUP_S} s of warm-up; latency runs: ${GROWTH_REQUESTS} requests at 1 connection. Latencies in ms.`);
-  for (const result of results) {
-    out.push('', `## ${result.version}`, '');
-    out.push(
-      table(
-        ['endpoint', 'conns', 'controller req/s', 'p50', 'p99', 'baseline req/s', 'p50', 'p99', 'ratio'],
-        result.throughput.map((row) => [
-          row.endpoint,
-          String(row.connections),
-          fmt(row.controller.rps, 0),
-          fmt(row.controller.p50),
-          fmt(row.controller.p99),
-          fmt(row.baseline.rps, 0),
-          fmt(row.baseline.p50),
-          fmt(row.baseline.p99),
-          fmt(row.ratio),
-        ]),
-      ),
-    );
-    out.push('', 'Growth (1 connection; controller / baseline):', '');
-    out.push(
-      table(
-        ['rows', 'GET /v1/apps/ p50', 'p99', 'baseline p50', 'GET .../releases/ p50', 'p99', 'baseline p50'],
-        result.growth.map((row) => [
-          row.rows.toLocaleString('en-US'),
-          fmt(row.apps.controller.p50),
-          fmt(row.apps.controller.p99),
-          fmt(row.apps.baseline.p50),
-          fmt(row.releases.controller.p50),
-          fmt(row.releases.controller.p99),
-          fmt(row.releases.baseline.p50),
-        ]),
-      ),
-    );
-    out.push('', 'Config POST latency by releases on the app (1 connection):', '');
-    out.push(
-      table(
-        ['releases on the app', 'controller p50', 'p99', 'baseline p50', 'p99'],
-        result.configGrowth.map((row) => [
-          row.releases.toLocaleString('en-US'),
-          fmt(row.latency.controller.p50),
-          fmt(row.latency.controller.p99),
-          fmt(row.latency.baseline.p50),
-          fmt(row.latency.baseline.p99),
-        ]),
-      ),
-    );
-    out.push('', 'Resident memory (MiB):', '');
-    out.push(
-      table(
-        ['process', 'idle, empty', `after ${LARGEST_TEXT} apps`, 'peak under load', 'peak (VmHWM)'],
-        (['controller', 'baseline'] as const).map((side) => [
-          side,
-          fmt(result.memory[side].idleMiB, 0),
-          fmt(result.memory[side].after100kAppsMiB, 0),
-          fmt(result.memory[side].peakUnderLoadMiB, 0),
-          fmt(result.memory[side].peakMiB, 0),
-        ]),
-      ),
-    );
-    out.push('', 'Targets:', '');
-    out.push(table(['target', 'value', 'limit', 'holds'], result.targets.map((t) => [t.name, fmt(t.value), t.limit, t.holds ? 'yes' : 'NO'])));
-    out.push('', `(${result.database} run took ${fmt(result.seconds, 0)} s)`);
-  }
-  return `${out.join('\n')}\n`;
-}
-
 async function main(): Promise<void> {
   // `npm run bench -- router` (or BENCH=router) runs the router section alone.
   const routerOnly = process.argv.slice(2).includes('router') || process.env.BENCH === 'router';
@@ -549,7 +392,7 @@ async function main(): Promise<void> {
   if (sections.includes('throughput')) for (const kind of kinds) results.push(await benchDatabase(kind, serverUrl));
   const isolation: IsolationResult[] = [];
   if (sections.includes('deploy-isolation')) for (const kind of kinds) isolation.push(await benchDeployIsolation(kind, CONTROLLER_MAIN, serverUrl, log));
-  let text = report(machine, results);
+  let text = report(machine, results, { durationS: DURATION_S, warmupS: WARMUP_S, growthRequests: GROWTH_REQUESTS, largestText: LARGEST_TEXT });
   let router: RouterResult | null = null;
   if (isolation.length > 0) text += isolationReport(isolation);
   // The Docker scheduler's figures, when an engine is named (BENCH_DATABASES=none for them alone).

@@ -1,15 +1,15 @@
-import { Agent, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { SecureContextCache, type SecureContextCacheOptions } from './certificates';
-import { endToEnd, forwardedHeaders, withoutBody } from './headers';
 import { hostNameOf } from './host';
 import { ConnectionLimiter } from './limits';
 import { challengeToken, httpsLocation } from './challenge';
 import type { CertificateStore, ChallengeStore, RequestObserver, ResolvedRoute, RouteTable, RouteTarget, RouterLogger } from './ports';
-import { IDEMPOTENT, Relay, keyOf, ownAnswer, type Exchanged, type Routing, type Targets } from './relay';
+import { Relay, keyOf, type Exchanged, type Routing, type Targets } from './relay';
 import { RouteCache } from './route-cache';
+import { forwardRequest, plainAnswer, rawAnswer, tunnel, type Passage } from './http-forward';
 
 /** Limits on the connections of clients, and how long they may take. */
 export interface RouterLimits {
@@ -107,6 +107,8 @@ export class AppRouter {
   private readonly pruner: ReturnType<typeof setInterval>;
   private readonly relay: Relay;
   private closing = false;
+  /** What the node:http path of a request and a tunnel needs of this router. */
+  private readonly passage: Passage;
 
   constructor(private readonly options: AppRouterOptions) {
     this.logger = options.logger ?? silentLogger;
@@ -137,6 +139,13 @@ export class AppRouter {
       headersTimeoutMs: this.headersTimeoutMs,
       pool: this.pool,
     });
+    this.passage = {
+      logger: this.logger,
+      connectTimeoutMs: this.connectTimeoutMs,
+      idleTimeoutMs: this.idleTimeoutMs,
+      poolOf: (target) => this.poolOf(target),
+      track: (socket) => this.track(socket),
+    };
   }
 
   /**
@@ -329,7 +338,7 @@ export class AppRouter {
         reply(308, `Moved to ${location}\n`);
         return;
       }
-      this.forward(req, res, secure, this.targetsOf(host as string, route), routing);
+      forwardRequest(this.passage, req, res, secure, this.targetsOf(host as string, route), routing);
     };
     const routeIt = (): void => {
       const found = this.lookUp(host, reply, routing);
@@ -385,184 +394,13 @@ export class AppRouter {
     });
   }
 
-  private forward(req: IncomingMessage, res: ServerResponse, secure: boolean, targets: Targets, routing: Routing): void {
-    const bodyless = withoutBody(req);
-    const retriable = bodyless && IDEMPOTENT.has(req.method ?? '');
-    const headers = forwardedHeaders(req, secure);
-    let current: ReturnType<typeof httpRequest> | null = null;
-    // The client went away: so does the request to its process.
-    res.once('close', () => {
-      if (!res.writableFinished) current?.destroy();
-    });
-    if (bodyless) req.resume();
-
-    const tryNext = async (): Promise<void> => {
-      const target = await targets.next();
-      if (res.destroyed) return;
-      if (target === null) {
-        plainAnswer(req, res, 503, targets.gone() ? `No web process of ${routing.app ?? 'this app'} is running.\n` : `No web process of ${routing.app ?? 'this app'} accepted the connection.\n`);
-        return;
-      }
-      attempt(target, !retriable);
-    };
-
-    /**
-     * Sends the request to a target: on a kept connection of its pool, or (`fresh`) on a new
-     * one. A request that could not be sent again (a body, or a method that is not
-     * idempotent) always gets a new connection: a kept one may be closed by a stopping
-     * process at the very moment the request is written, and that request would be lost.
-     */
-    const attempt = (target: RouteTarget, fresh: boolean): void => {
-      routing.target = keyOf(target);
-      routing.attempts += 1;
-      let connected = false;
-      let answered = false;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const upstream = httpRequest({
-        host: target.host,
-        port: target.port,
-        method: req.method,
-        path: req.url,
-        headers,
-        agent: fresh ? false : this.poolOf(target),
-      });
-      current = upstream;
-      upstream.once('socket', (socket: Socket) => {
-        // The body is sent only once connected, so that a refused connection leaves it unread for the next process.
-        const send = (): void => {
-          connected = true;
-          clearTimeout(timer);
-          if (bodyless) upstream.end();
-          else req.pipe(upstream);
-        };
-        if (!socket.connecting) {
-          send();
-          return;
-        }
-        timer = setTimeout(() => upstream.destroy(Object.assign(new Error('connect timeout'), { code: 'ETIMEDOUT' })), this.connectTimeoutMs);
-        socket.once('connect', send);
-      });
-      upstream.once('response', (answer) => {
-        answered = true;
-        res.writeHead(answer.statusCode ?? 502, answer.statusMessage, endToEnd(answer.headers));
-        answer.pipe(res);
-        const cut = (): void => {
-          if (!answer.complete) res.destroy();
-        };
-        answer.once('error', cut);
-        answer.once('close', cut);
-      });
-      upstream.once('error', (error: NodeJS.ErrnoException) => {
-        clearTimeout(timer);
-        if (res.headersSent) {
-          res.destroy();
-          return;
-        }
-        if (res.destroyed) return;
-        // Nothing reached a process that was never connected: any request may go to the next one.
-        if (!connected) {
-          void tryNext();
-          return;
-        }
-        // A kept connection the process had closed: the request goes again, on a new connection.
-        if (upstream.reusedSocket && !answered && retriable) {
-          attempt(target, true);
-          return;
-        }
-        this.logger.warn({ app: routing.app, target: routing.target, code: error.code, reason: error.message }, 'app process failed to answer');
-        plainAnswer(req, res, 502, `Bad gateway: the web process of ${routing.app ?? 'this app'} failed to answer.\n`);
-      });
-    };
-
-    void tryNext();
-  }
-
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, secure: boolean): Promise<void> {
     this.track(socket);
     const host = hostNameOf(req.headers.host);
     const routing: Routing = { app: null, target: null, attempts: 0 };
-    const reply = (status: number, text: string): void => rawAnswer(socket, status, text);
-    const route = await this.lookUp(host, reply, routing);
+    const route = await this.lookUp(host, (status, text) => rawAnswer(socket, status, text), routing);
     if (route === null || host === null) return;
-    const targets = this.targetsOf(host, route);
-    let current: ReturnType<typeof httpRequest> | null = null;
-    let tunnelled = false;
-    socket.once('close', () => {
-      if (!tunnelled) current?.destroy();
-    });
-
-    const tryNext = async (): Promise<void> => {
-      const target = await targets.next();
-      if (socket.destroyed) return;
-      if (target === null) {
-        rawAnswer(socket, 503, targets.gone() ? `No web process of ${route.app} is running.\n` : `No web process of ${route.app} accepted the connection.\n`);
-        return;
-      }
-      attempt(target);
-    };
-
-    const attempt = (target: RouteTarget): void => {
-      routing.target = keyOf(target);
-      let connected = false;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      const upstream = httpRequest({
-        host: target.host,
-        port: target.port,
-        method: req.method,
-        path: req.url,
-        headers: forwardedHeaders(req, secure, true),
-        // A tunnel owns its connection: it is never one of the pool's.
-        agent: false,
-      });
-      current = upstream;
-      upstream.once('socket', (raw: Socket) => {
-        if (!raw.connecting) {
-          connected = true;
-          return;
-        }
-        timer = setTimeout(() => upstream.destroy(Object.assign(new Error('connect timeout'), { code: 'ETIMEDOUT' })), this.connectTimeoutMs);
-        raw.once('connect', () => {
-          connected = true;
-          clearTimeout(timer);
-        });
-      });
-      upstream.once('upgrade', (answer: IncomingMessage, processSocket: Socket, processHead: Buffer) => {
-        tunnelled = true;
-        this.track(processSocket);
-        socket.write(responseHead(answer, false));
-        if (processHead.length > 0) socket.write(processHead);
-        if (head.length > 0) processSocket.write(head);
-        processSocket.pipe(socket);
-        socket.pipe(processSocket);
-        processSocket.once('close', () => socket.destroy());
-        socket.once('close', () => processSocket.destroy());
-        // A quiet tunnel is closed after the idle timeout, like any client connection.
-        const idle = (): void => {
-          socket.destroy();
-          processSocket.destroy();
-        };
-        processSocket.setTimeout(this.idleTimeoutMs, idle);
-        if ('setTimeout' in socket && typeof socket.setTimeout === 'function') (socket as Socket).setTimeout(this.idleTimeoutMs, idle);
-      });
-      upstream.once('response', (answer) => {
-        // The process declined the upgrade: its answer goes back as it is, then the connection closes.
-        socket.write(responseHead(answer, true));
-        answer.pipe(socket);
-      });
-      upstream.once('error', (error: NodeJS.ErrnoException) => {
-        clearTimeout(timer);
-        if (socket.destroyed) return;
-        if (!connected) {
-          void tryNext();
-          return;
-        }
-        this.logger.warn({ app: routing.app, target: routing.target, code: error.code, reason: error.message }, 'app process failed the upgrade');
-        rawAnswer(socket, 502, `Bad gateway: the web process of ${route.app} failed to answer.\n`);
-      });
-      upstream.end();
-    };
-
-    await tryNext();
+    await tunnel(this.passage, req, socket, head, secure, route.app, this.targetsOf(host, route), routing);
   }
 
   /** Remembers a tunnel socket until it closes, and keeps its errors from going unhandled. */
@@ -612,29 +450,4 @@ class TargetQueue implements Targets {
 
 function isEncrypted(socket: Socket): boolean {
   return (socket as Partial<TLSSocket>).encrypted === true;
-}
-
-/** Answers with a short plain-text body (the router's own answers are never JSON). */
-function plainAnswer(req: IncomingMessage, res: ServerResponse, status: number, text: string): void {
-  if (res.headersSent || res.destroyed) return;
-  res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-store' });
-  res.end(req.method === 'HEAD' ? undefined : text);
-}
-
-/** The same answer written on a raw socket (an upgrade request has no response object), then closed. */
-function rawAnswer(socket: Duplex, status: number, text: string): void {
-  if (socket.destroyed) return;
-  socket.end(ownAnswer(status, text, false, 'close'));
-}
-
-/** The status line and headers of a process's answer, for a raw socket; `closing` makes the body end with the connection. */
-function responseHead(answer: IncomingMessage, closing: boolean): string {
-  const lines = [`HTTP/1.1 ${answer.statusCode ?? 502} ${answer.statusMessage ?? ''}`];
-  const skipped = closing ? new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length']) : new Set<string>();
-  for (let i = 0; i + 1 < answer.rawHeaders.length; i += 2) {
-    const name = answer.rawHeaders[i] as string;
-    if (!skipped.has(name.toLowerCase())) lines.push(`${name}: ${answer.rawHeaders[i + 1] as string}`);
-  }
-  if (closing) lines.push('Connection: close');
-  return `${lines.join('\r\n')}\r\n\r\n`;
 }

@@ -1,4 +1,5 @@
-import { AlreadyExists, NotFound, TooMany, Unavailable, ValidationFailed } from '../errors';
+import { AlreadyExists, NotFound, Unavailable, ValidationFailed } from '../errors';
+import { FollowerSlots } from './follower-slots';
 import type { App, Config, Container, LogEntry, Release } from '../model/entities';
 import type { Page, PageRequest } from '../model/pagination';
 import { assertPageExists, sliceOf } from '../model/pagination';
@@ -231,11 +232,11 @@ export interface FollowedLog {
  * `logFollowersPerUser` streams at once, and this instance `logFollowersTotal` in all.
  */
 export class FollowLogs {
-  /** Open streams per username. */
-  private readonly following = new Map<string, number>();
-  private total = 0;
+  private readonly slots: FollowerSlots;
 
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'logs' | 'settings'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'logs' | 'settings'>) {
+    this.slots = new FollowerSlots(deps.settings, { code: 'LOGS.TOO_MANY_FOLLOWERS', streams: 'log streams', followed: 'logs' });
+  }
 
   /**
    * Reads the last lines and subscribes `listener` to the new ones until `unsubscribe`.
@@ -246,7 +247,7 @@ export class FollowLogs {
   async execute(actor: Actor, appId: string, logLines: unknown, listener: (lines: string[]) => void): Promise<FollowedLog> {
     const lines = logLinesOf(logLines);
     const app = await loadVisibleApp(this.deps.uow.repositories, actor, appId);
-    const release = this.hold(actor.user.username);
+    const release = this.slots.hold(actor.user.username);
     try {
       return await this.follow(app.id, lines, listener, release);
     } catch (error) {
@@ -255,28 +256,6 @@ export class FollowLogs {
     }
   }
 
-  /** Counts one more stream of the user; the function returned gives it back (once). */
-  private hold(username: string): () => void {
-    const { logFollowersPerUser, logFollowersTotal } = this.deps.settings;
-    if (this.total >= logFollowersTotal) {
-      throw new Unavailable('LOGS.TOO_MANY_FOLLOWERS', 'Too many log streams are open on this server; try again later.');
-    }
-    const mine = this.following.get(username) ?? 0;
-    if (mine >= logFollowersPerUser) {
-      throw new TooMany('LOGS.TOO_MANY_FOLLOWERS', `You already follow ${mine} logs, the most allowed at once; close one first.`);
-    }
-    this.following.set(username, mine + 1);
-    this.total += 1;
-    let held = true;
-    return () => {
-      if (!held) return;
-      held = false;
-      this.total -= 1;
-      const left = (this.following.get(username) ?? 1) - 1;
-      if (left > 0) this.following.set(username, left);
-      else this.following.delete(username);
-    };
-  }
 
   /** Subscribes, then reads the tail; `release` is called once the subscription ends. */
   private async follow(appId: string, lines: number, listener: (lines: string[]) => void, release: () => void): Promise<FollowedLog> {

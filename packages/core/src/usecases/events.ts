@@ -1,4 +1,5 @@
-import { TooMany, Unavailable } from '../errors';
+import { Unavailable } from '../errors';
+import { FollowerSlots } from './follower-slots';
 import type { AuditEvent, EventQuery } from '../model/events';
 import { assertPageExists, sliceOf, type Page, type PageRequest } from '../model/pagination';
 import { isAdmin } from '../rules/apps';
@@ -52,10 +53,11 @@ const CATCH_UP_BATCH = 500;
  * followers (`logFollowersPerUser`, `logFollowersTotal`), counted apart.
  */
 export class FollowEvents {
-  private readonly following = new Map<string, number>();
-  private total = 0;
+  private readonly slots: FollowerSlots;
 
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'settings' | 'journalSignal'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'settings' | 'journalSignal'>) {
+    this.slots = new FollowerSlots(deps.settings, { code: 'EVENTS.TOO_MANY_FOLLOWERS', streams: 'event streams', followed: 'event streams' });
+  }
 
   /**
    * @throws NotFound, AppNotVisible; TooMany / Unavailable (EVENTS.TOO_MANY_FOLLOWERS) past the limits;
@@ -66,7 +68,7 @@ export class FollowEvents {
     if (!signal) throw new Unavailable('EVENTS.NO_SIGNAL', 'This server cannot stream events.');
     const repos = this.deps.uow.repositories;
     const app = await loadVisibleApp(repos, actor, appId);
-    const release = this.hold(actor.user.username);
+    const release = this.slots.hold(actor.user.username);
     let cursor: string | null;
     try {
       cursor = lastEventId ?? (await repos.events.newest(app.id));
@@ -115,27 +117,6 @@ export class FollowEvents {
     };
   }
 
-  private hold(username: string): () => void {
-    const { logFollowersPerUser, logFollowersTotal } = this.deps.settings;
-    if (this.total >= logFollowersTotal) {
-      throw new Unavailable('EVENTS.TOO_MANY_FOLLOWERS', 'Too many event streams are open on this server; try again later.');
-    }
-    const mine = this.following.get(username) ?? 0;
-    if (mine >= logFollowersPerUser) {
-      throw new TooMany('EVENTS.TOO_MANY_FOLLOWERS', `You already follow ${mine} event streams, the most allowed at once; close one first.`);
-    }
-    this.following.set(username, mine + 1);
-    this.total += 1;
-    let held = true;
-    return () => {
-      if (!held) return;
-      held = false;
-      this.total -= 1;
-      const left = (this.following.get(username) ?? 1) - 1;
-      if (left > 0) this.following.set(username, left);
-      else this.following.delete(username);
-    };
-  }
 }
 
 /** Deletes events, finished webhook deliveries and idempotent answers past their retention; the server runs it periodically. */

@@ -89,6 +89,23 @@ describe('quotas in the use cases', () => {
     await expect(world.useCases.scaleApp.execute(bob, 'two', { web: 2 })).resolves.toBeUndefined();
   });
 
+  it("a change that adds no process passes the owner's quota without reading the owner's other apps, even past the quota", async () => {
+    const world = new World({ quotas: quotas({ processesPerUser: 5 }) });
+    const alice = await world.actor('alice');
+    await world.deployedApp(alice, 'one', PROCFILE);
+    await world.useCases.scaleApp.execute(alice, 'one', { web: 5 });
+    await world.deployedApp(alice, 'two', PROCFILE).catch(() => undefined);
+    const listing = jest.spyOn(world.uow.repositories.apps, 'listVisibleTo');
+
+    await world.useCases.setConfig.execute(alice, 'one', { values: { A: '1' } });
+    await world.useCases.scaleApp.execute(alice, 'one', { web: 4 });
+    expect(listing).not.toHaveBeenCalled();
+    expect(world.recordedContainers('one')).toHaveLength(4);
+
+    await world.useCases.scaleApp.execute(alice, 'one', { web: 5 });
+    expect(listing).toHaveBeenCalled();
+  });
+
   it('config size: a change past the limit is refused and no release is made', async () => {
     const world = new World({ quotas: quotas({ configBytes: 20 }) });
     const alice = await world.actor('alice');

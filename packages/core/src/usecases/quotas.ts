@@ -21,6 +21,9 @@ const OWNER_PAGE = 200;
  */
 export async function assertScaleQuotas(repos: Repositories, app: App, structure: Structure, quotas: Quotas): Promise<void> {
   assertStructureQuota(structure, quotas, app.structure);
+  // A structure with no more processes than the app has cannot pass the owner's quota (the
+  // rule refuses only growth): the owner's other apps need not be read.
+  if (!growsProcesses(app, structure)) return;
   let others = 0;
   for (let offset = 0; ; offset += OWNER_PAGE) {
     const page = await repos.apps.listVisibleTo(app.owner, { offset, limit: OWNER_PAGE });
@@ -36,8 +39,18 @@ export async function assertScaleQuotas(repos: Repositories, app: App, structure
  * @throws QuotaExceeded
  */
 export async function assertScaleQuotasLocked(tx: Repositories, app: App, structure: Structure, quotas: Quotas): Promise<void> {
+  // No growth, nothing to count: concurrent changes of the owner's other apps cannot make it pass the quota.
+  if (!growsProcesses(app, structure)) {
+    assertStructureQuota(structure, quotas, app.structure);
+    return;
+  }
   await tx.users.lockByUsername(app.owner);
   await assertScaleQuotas(tx, app, structure, quotas);
+}
+
+/** Whether `structure` runs more processes than the app runs now. */
+function growsProcesses(app: App, structure: Structure): boolean {
+  return processCount(structure) > processCount(app.structure);
 }
 
 /**

@@ -118,24 +118,20 @@ export class Exchange implements UpstreamUser {
     this.attempt(target, !this.resendable);
   }
 
-  /**
-   * Sends the request to a process: on a kept connection, or (`fresh`) on a new one. A
-   * request that could not be sent again (a body, a method that is not idempotent, an
-   * upgrade) always gets a new connection: a kept one may be closed by a stopping process at
-   * the very moment the request is written, and that request would be lost.
-   */
+  /** Sends the request to a process: on a kept connection, or (`fresh`, see `mayResend`) on a new one. */
   private attempt(target: RouteTarget, fresh: boolean): void {
     this.routing.target = keyOf(target);
-    this.routing.attempts += 1;
-    const got = this.relay.upstreams.connection(target, fresh, this, () => {
-      if (!this.over) this.attempt(target, fresh);
-    });
-    if (got === null) {
-      this.routing.attempts -= 1;
+    const upstreams = this.relay.upstreams;
+    const upstream = upstreams.connection(target, fresh, this);
+    if (upstream === null) {
+      upstreams.whenRoom(target, () => {
+        if (!this.over) this.attempt(target, fresh);
+      });
       return;
     }
-    if ('kept' in got) this.send(got.kept);
-    else this.upstream = got.opened;
+    this.routing.attempts += 1;
+    if (upstream.connected) this.send(upstream);
+    else this.upstream = upstream;
   }
 
   /** A new connection is up: the request goes. */

@@ -114,23 +114,25 @@ export class UpstreamPools {
   constructor(readonly settings: PoolSettings) {}
 
   /**
-   * A connection to the target for `user`: a kept one unless `fresh`, else a new one (null
-   * when the pool is full: `user` is then called back through `wait` once there is room).
+   * A connection to the target for `user`: a kept one (connected) unless `fresh`, else a new
+   * one (connecting); null when the process has `maxSockets` open (see `whenRoom`).
    */
-  connection(target: RouteTarget, fresh: boolean, user: UpstreamUser, wait: () => void): { kept: Outbound } | { opened: Outbound } | null {
+  connection(target: RouteTarget, fresh: boolean, user: UpstreamUser): Outbound | null {
     const pool = this.poolOf(keyOf(target));
     if (!fresh) {
       const kept = this.take(pool);
       if (kept !== null) {
         kept.user = user;
-        return { kept };
+        return kept;
       }
     }
-    if (pool.open >= this.settings.maxSockets) {
-      pool.waiting.push(wait);
-      return null;
-    }
-    return { opened: new Outbound(this, target, pool, user) };
+    if (pool.open >= this.settings.maxSockets) return null;
+    return new Outbound(this, target, pool, user);
+  }
+
+  /** Calls `then` once a connection to the target closes (in turn with others waiting): there is room for one more. */
+  whenRoom(target: RouteTarget, then: () => void): void {
+    this.poolOf(keyOf(target)).waiting.push(then);
   }
 
   private poolOf(key: string): Pool {

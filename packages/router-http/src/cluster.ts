@@ -35,8 +35,19 @@ function workerEntry(): { exec: string; execArgv: string[] } {
   return { exec: join(__dirname, 'worker.ts'), execArgv: ['-r', require.resolve('ts-node/register/transpile-only')] };
 }
 
-/** A limit shared out between the workers: each enforces its part. */
+/**
+ * A limit shared out between the workers: each enforces its part. Each worker is a process
+ * of its own that accepts connections itself, so the caps (total, per client, reserve) are
+ * divided, rounded up: a client's connections spread over the workers as the kernel hands
+ * them out, and one worker full refuses only its own share.
+ */
 const share = (total: number | undefined, workers: number): number | undefined => (total === undefined ? undefined : Math.max(1, Math.ceil(total / workers)));
+
+/** A worker's part of the reserved places: the reserve divided like the total, and always below the worker's total. */
+export function reservedShare(reserved: number, total: number, workers: number): number {
+  const workerTotal = Math.max(1, Math.ceil(total / workers));
+  return Math.min(workerTotal - 1, Math.ceil(Math.max(0, reserved) / workers));
+}
 
 interface Listening {
   resolve: (address: AddressInfo) => void;
@@ -84,6 +95,7 @@ export class RouterCluster {
         ...limits,
         maxConnections: share(limits.maxConnections ?? 10_000, options.workers),
         maxConnectionsPerClient: share(limits.maxConnectionsPerClient ?? 256, options.workers),
+        ...(limits.reservedConnections === undefined ? {} : { reservedConnections: reservedShare(limits.reservedConnections, limits.maxConnections ?? 10_000, options.workers) }),
       },
       logLevel: options.logLevel ?? 'info',
       observe: options.observer !== undefined,

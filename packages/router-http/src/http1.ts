@@ -102,27 +102,6 @@ function isTarget(text: string): boolean {
 const DIGITS = /^[0-9]{1,15}$/;
 const STATUS = /^[1-9][0-9]{2}$/;
 
-/** Headers that describe one connection, never passed on as they are. */
-export const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authenticate', 'proxy-authorization', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
-
-/** The same test as `HOP_BY_HOP.has(lower)`, without hashing a string made for one request. */
-export function isHopByHop(lower: string): boolean {
-  switch (lower) {
-    case 'connection':
-    case 'keep-alive':
-    case 'proxy-connection':
-    case 'proxy-authenticate':
-    case 'proxy-authorization':
-    case 'te':
-    case 'trailer':
-    case 'transfer-encoding':
-    case 'upgrade':
-      return true;
-    default:
-      return false;
-  }
-}
-
 /** A header value without its surrounding spaces and tabs (and only those). */
 function trimmed(value: string): string {
   let start = 0;

@@ -1,32 +1,37 @@
 import type { Socket } from 'node:net';
+import { ConnectionLedger, type ConnectionCaps } from '@svc/core';
 
 /**
- * Counts the open client connections of each address and refuses those beyond the limit,
- * so that one client (a slowloris, a flood of idle connections) cannot take all of them.
- * IPv4 addresses count the same whether or not they come IPv6-mapped.
+ * Counts the open client connections of a router (all its listeners) and refuses new ones
+ * by the core's rule (`connectionRefusal`): beyond the cap of one client (an IPv4 address,
+ * an IPv6 /64), beyond the total, and, once only the reserved places are left, from any
+ * client that already holds one. So one client (a slowloris, a flood of idle connections)
+ * cannot take all of them, and a few dozen addresses at their cap cannot take the reserve:
+ * that takes one address per reserved place.
  */
 export class ConnectionLimiter {
-  private readonly open = new Map<string, number>();
+  private readonly ledger: ConnectionLedger;
 
-  constructor(private readonly perAddress: number) {}
+  constructor(caps: ConnectionCaps) {
+    this.ledger = new ConnectionLedger(caps);
+  }
 
-  /** Counts the socket until it closes and returns true, or returns false when its address has too many open. */
+  /** Counts the socket until it closes and returns true, or returns false when the rule refuses it. */
   admit(socket: Socket): boolean {
-    const address = normalized(socket.remoteAddress ?? '');
-    const count = this.open.get(address) ?? 0;
-    if (count >= this.perAddress) return false;
-    this.open.set(address, count + 1);
-    socket.once('close', () => {
-      const left = (this.open.get(address) ?? 1) - 1;
-      if (left <= 0) this.open.delete(address);
-      else this.open.set(address, left);
-    });
+    const admitted = this.ledger.admit(socket.remoteAddress ?? '');
+    if ('refused' in admitted) return false;
+    socket.once('close', admitted.release);
     return true;
   }
 
-  /** Open connections of an address. */
+  /** Open connections of the client an address counts as. */
   count(address: string): number {
-    return this.open.get(normalized(address)) ?? 0;
+    return this.ledger.openFrom(address);
+  }
+
+  /** Open connections in all. */
+  get open(): number {
+    return this.ledger.open;
   }
 }
 

@@ -1,22 +1,24 @@
-import { Agent, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
-import type { Duplex } from 'node:stream';
 import { createServer as createTlsServer, type TLSSocket } from 'node:tls';
 import { SecureContextCache, type SecureContextCacheOptions } from './certificates';
-import { hostNameOf } from './host';
 import { ConnectionLimiter } from './limits';
 import { challengeToken, httpsLocation } from './challenge';
 import type { CertificateStore, ChallengeStore, RequestObserver, ResolvedRoute, RouteTable, RouteTarget, RouterLogger } from './ports';
-import { Relay, keyOf, type Exchanged, type Routing, type Targets } from './relay';
+import { Relay, type Exchanged, type Routing, type Targets } from './relay';
 import { RouteCache } from './route-cache';
-import { forwardRequest, plainAnswer, rawAnswer, tunnel, type Passage } from './http-forward';
+import { keyOf } from './upstream-pool';
 
 /** Limits on the connections of clients, and how long they may take. */
 export interface RouterLimits {
-  /** Client connections at most (per listener); more are refused. Default 10,000. */
+  /** Client connections at most (all listeners); more are refused. Default 10,000. */
   maxConnections?: number;
-  /** Client connections from one address at most (all listeners); more are refused. Default 256. */
+  /** Client connections from one client at most (an IPv4 address, an IPv6 /64; all listeners); more are refused. Default 256. */
   maxConnectionsPerClient?: number;
+  /**
+   * The last places of `maxConnections`, given only to clients that hold no connection yet
+   * (0 to `maxConnections` - 1). Default 0 (the platform's ROUTER_CONNECTIONS_RESERVED defaults to half).
+   */
+  reservedConnections?: number;
   /** How long a client may take to complete the TLS handshake and send a request's headers. Default 10 s. */
   headersTimeoutMs?: number;
   /** A client connection with no bytes in either direction for this long is closed (between requests, WebSocket tunnels). Default 60 s. */
@@ -79,18 +81,16 @@ const pathOf = (url: string | undefined): string => (url ?? '/').split('?')[0] ?
  * route is looked up again, so requests that race a deploy reach the new processes. Requests
  * without a body and with an idempotent method use kept connections, and are sent again on a
  * new one when the kept one turns out closed; the others always get a new connection, so
- * that none is lost to a process closing a kept connection as it stops. Answers, as plain text: 404 for a host name no
- * app has, 503 when no web process is up or none accepts the connection, 502 when a process
+ * that none is lost to a process closing a kept connection as it stops. Answers, as plain
+ * text: 404 for a host name no app has, 503 when no web process is up or none accepts the connection, 502 when a process
  * fails before its answer starts; a process failing in the middle of its answer cuts the
  * client's connection, so the client sees the answer is incomplete. Client connections are
- * limited in number (in all and per address) and in time (headers, idleness).
+ * limited in number (in all, per client, with places reserved for new clients: limits.ts) and
+ * in time (headers, idleness). Every connection goes through the relay (relay.ts).
  */
 export class AppRouter {
   private readonly turns = new Map<string, number>();
   private readonly servers: Server[] = [];
-  /** Client and process sockets of WebSocket tunnels, closed with the router. */
-  private readonly tunnels = new Set<Duplex>();
-  private readonly pools = new Map<string, Agent>();
   private readonly logger: RouterLogger;
   private readonly connectTimeoutMs: number;
   private readonly contexts: SecureContextCache | null;
@@ -100,15 +100,10 @@ export class AppRouter {
   /** Access log lines are made (a logger is given that writes them). */
   private readonly logsAccess: boolean;
   private readonly limiter: ConnectionLimiter;
-  private readonly maxConnections: number;
   private readonly headersTimeoutMs: number;
   private readonly idleTimeoutMs: number;
-  private readonly pool: Required<UpstreamPoolOptions>;
-  private readonly pruner: ReturnType<typeof setInterval>;
   private readonly relay: Relay;
   private closing = false;
-  /** What the node:http path of a request and a tunnel needs of this router. */
-  private readonly passage: Passage;
 
   constructor(private readonly options: AppRouterOptions) {
     this.logger = options.logger ?? silentLogger;
@@ -119,14 +114,14 @@ export class AppRouter {
     this.sample = Math.min(1, Math.max(0, options.accessLogSample ?? 1));
     this.logsAccess = options.logger !== undefined && options.accessLog !== false;
     const limits = options.limits ?? {};
-    this.maxConnections = limits.maxConnections ?? 10_000;
-    this.limiter = new ConnectionLimiter(limits.maxConnectionsPerClient ?? 256);
+    const maxConnections = limits.maxConnections ?? 10_000;
+    this.limiter = new ConnectionLimiter({
+      maxConnections,
+      maxConnectionsPerAddress: limits.maxConnectionsPerClient ?? 256,
+      reservedConnections: Math.min(maxConnections - 1, Math.max(0, limits.reservedConnections ?? 0)),
+    });
     this.headersTimeoutMs = limits.headersTimeoutMs ?? 10_000;
     this.idleTimeoutMs = limits.idleTimeoutMs ?? 60_000;
-    this.pool = { maxSockets: 512, maxIdleSockets: 128, idleTimeoutMs: 4000, ...options.upstream };
-    // Pools of processes that are gone end up empty: forget them.
-    this.pruner = setInterval(() => this.prunePools(), 10_000);
-    this.pruner.unref();
     this.relay = new Relay({
       lookUp: (host, reply, routing) => this.lookUp(host, reply, routing),
       targetsOf: (host, route) => this.targetsOf(host, route),
@@ -137,37 +132,24 @@ export class AppRouter {
       connectTimeoutMs: this.connectTimeoutMs,
       idleTimeoutMs: this.idleTimeoutMs,
       headersTimeoutMs: this.headersTimeoutMs,
-      pool: this.pool,
+      pool: { maxSockets: 512, maxIdleSockets: 128, idleTimeoutMs: 4000, ...options.upstream },
     });
-    this.passage = {
-      logger: this.logger,
-      connectTimeoutMs: this.connectTimeoutMs,
-      idleTimeoutMs: this.idleTimeoutMs,
-      poolOf: (target) => this.poolOf(target),
-      track: (socket) => this.track(socket),
-    };
   }
 
   /**
-   * Handles one request of an embedder's own node:http or node:https server (the router's
-   * listeners use the relay instead): the same routing, pools of its own.
+   * Serves a client connection an embedder's own server accepted (a node:net server's
+   * `connection`, a node:tls server's `secureConnection`): counted against the connection
+   * limits, then relayed like those of the router's listeners.
    */
-  readonly handleRequest = (req: IncomingMessage, res: ServerResponse): void => {
-    this.route(req, res, isEncrypted(req.socket));
-  };
-
-  /** Handles the `upgrade` event of an HTTP or HTTPS server (WebSocket handshakes). */
-  readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
-    void this.upgrade(req, socket, head, isEncrypted(req.socket));
+  readonly handleConnection = (socket: Socket): void => {
+    if (this.limiter.admit(socket)) this.relay.accept(socket, (socket as Partial<TLSSocket>).encrypted === true);
+    else socket.destroy();
   };
 
   /** Starts a plain HTTP listener (the relay); port 0 picks a free one. */
   listen(port: number, host: string): Promise<AddressInfo> {
     const server = createNetServer({ allowHalfOpen: true, noDelay: true });
-    server.on('connection', (socket: Socket) => {
-      if (this.limiter.admit(socket)) this.relay.accept(socket, false);
-      else socket.destroy();
-    });
+    server.on('connection', this.handleConnection);
     return this.start(server, port, host);
   }
 
@@ -204,19 +186,14 @@ export class AppRouter {
    */
   async close(timeoutMs = 10_000): Promise<void> {
     this.closing = true;
-    clearInterval(this.pruner);
     if (this.ownsRoutes) this.routes.clear(true);
-    for (const socket of this.tunnels) socket.destroy();
     const servers = this.servers.splice(0);
     const closed = servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve())));
     await this.relay.close(timeoutMs);
     await Promise.all(closed);
-    for (const agent of this.pools.values()) agent.destroy();
-    this.pools.clear();
   }
 
   private async start(server: Server, port: number, host: string): Promise<AddressInfo> {
-    server.maxConnections = this.maxConnections;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {
@@ -226,33 +203,6 @@ export class AppRouter {
     });
     this.servers.push(server);
     return server.address() as AddressInfo;
-  }
-
-  /** The keep-alive pool of connections to one process. */
-  private poolOf(target: RouteTarget): Agent {
-    const key = keyOf(target);
-    let agent = this.pools.get(key);
-    if (agent === undefined) {
-      agent = new Agent({
-        keepAlive: true,
-        maxSockets: this.pool.maxSockets,
-        maxFreeSockets: this.pool.maxIdleSockets,
-        timeout: this.pool.idleTimeoutMs,
-        scheduling: 'lifo',
-      });
-      this.pools.set(key, agent);
-    }
-    return agent;
-  }
-
-  private prunePools(): void {
-    for (const [key, agent] of this.pools) {
-      const empty = Object.keys(agent.sockets).length === 0 && Object.keys(agent.freeSockets).length === 0 && Object.keys(agent.requests).length === 0;
-      if (empty) {
-        agent.destroy();
-        this.pools.delete(key);
-      }
-    }
   }
 
   /** The route of the request's host, or an answer already sent (null); synchronous when the route is in memory. */
@@ -325,37 +275,6 @@ export class AppRouter {
     });
   }
 
-  private route(req: IncomingMessage, res: ServerResponse, secure: boolean): void {
-    const started = process.hrtime.bigint();
-    const host = hostNameOf(req.headers.host);
-    const routing: Routing = { app: null, target: null, attempts: 0 };
-    res.once('close', () => this.finished(req, res, host, routing, started));
-    const reply = (status: number, text: string): void => plainAnswer(req, res, status, text);
-    const go = (route: ResolvedRoute): void => {
-      const location = host === null ? null : this.redirect(host, req.url ?? '/', route, secure);
-      if (location !== null) {
-        if (!res.headersSent) res.setHeader('Location', location);
-        reply(308, `Moved to ${location}\n`);
-        return;
-      }
-      forwardRequest(this.passage, req, res, secure, this.targetsOf(host as string, route), routing);
-    };
-    const routeIt = (): void => {
-      const found = this.lookUp(host, reply, routing);
-      if (found === null || host === null) return;
-      if (!(found instanceof Promise)) {
-        go(found);
-        return;
-      }
-      void found.then((route) => {
-        if (route !== null) go(route);
-      });
-    };
-    const challenge = this.challenge(host, req.url ?? '/', secure);
-    if (challenge === null) routeIt();
-    else void challenge.then((answer) => (answer === null ? routeIt() : reply(200, answer)));
-  }
-
   /** The access log line (sampled) and the observer's figures of one request of the relay. */
   private relayed(exchanged: Exchanged): void {
     const { status, routing, durationMs } = exchanged;
@@ -377,37 +296,6 @@ export class AppRouter {
       },
       'routed',
     );
-  }
-
-  /** The access log line (sampled) and the observer's figures of one request of an embedder's server. */
-  private finished(req: IncomingMessage, res: ServerResponse, host: string | null, routing: Routing, started: bigint): void {
-    this.relayed({
-      host,
-      method: req.method as string,
-      url: req.url ?? '/',
-      status: res.statusCode,
-      routing,
-      durationMs: Number((process.hrtime.bigint() - started) / 1000n) / 1000,
-      // Absent once the socket is gone: the log line then has no client, as before.
-      client: req.socket.remoteAddress as string,
-      aborted: !res.writableFinished,
-    });
-  }
-
-  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, secure: boolean): Promise<void> {
-    this.track(socket);
-    const host = hostNameOf(req.headers.host);
-    const routing: Routing = { app: null, target: null, attempts: 0 };
-    const route = await this.lookUp(host, (status, text) => rawAnswer(socket, status, text), routing);
-    if (route === null || host === null) return;
-    await tunnel(this.passage, req, socket, head, secure, route.app, this.targetsOf(host, route), routing);
-  }
-
-  /** Remembers a tunnel socket until it closes, and keeps its errors from going unhandled. */
-  private track(socket: Duplex): void {
-    this.tunnels.add(socket);
-    socket.on('error', () => socket.destroy());
-    socket.once('close', () => this.tunnels.delete(socket));
   }
 }
 
@@ -448,6 +336,3 @@ class TargetQueue implements Targets {
   }
 }
 
-function isEncrypted(socket: Socket): boolean {
-  return (socket as Partial<TLSSocket>).encrypted === true;
-}

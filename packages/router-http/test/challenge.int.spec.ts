@@ -1,5 +1,4 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo, type Server } from 'node:net';
 import { AppRouter, RouterCluster, challengeToken, httpsLocation, type ChallengeStore } from '../src';
 import { FakeRouteTable, send, startUpstream, type Upstream } from './support';
 
@@ -83,16 +82,16 @@ describeChallenges('AppRouter answering ACME challenges', async (routes, challen
   return { port, close: () => router.close(0) };
 });
 
-describeChallenges('AppRouter.handleRequest answering ACME challenges (an embedder\'s server)', async (routes, challenges) => {
+describeChallenges('AppRouter.handleConnection answering ACME challenges (an embedder\'s server)', async (routes, challenges) => {
   const router = new AppRouter({ routes, challenges, httpsPort: 8443 });
-  const server: Server = createServer(router.handleRequest);
+  const server: Server = createServer({ allowHalfOpen: true }, router.handleConnection);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
   return {
     port: (server.address() as AddressInfo).port,
     close: async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      const closed = new Promise((resolve) => server.close(resolve));
       await router.close(0);
+      await closed;
     },
   };
 });

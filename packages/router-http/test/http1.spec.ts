@@ -1,6 +1,5 @@
-import { endToEnd } from '../src/headers';
 import { connectionListed } from '../src/connection-header';
-import { ChunkedScanner, HOP_BY_HOP, HttpError, bodilessAnswer, headEnd, isHopByHop, parseRequestHead, parseResponseHead } from '../src/http1';
+import { ChunkedScanner, HttpError, bodilessAnswer, headEnd, parseRequestHead, parseResponseHead } from '../src/http1';
 
 /** The head of a request as the relay hands it to the parser: without its final empty line. */
 const head = (...lines: string[]): string => lines.join('\r\n');
@@ -128,13 +127,6 @@ describe('parseResponseHead', () => {
   });
 });
 
-describe('isHopByHop', () => {
-  it('says what HOP_BY_HOP says', () => {
-    for (const name of HOP_BY_HOP) expect(isHopByHop(name)).toBe(true);
-    for (const name of ['content-length', 'host', 'x-connection', 'tee', 'upgrades', '']) expect(isHopByHop(name)).toBe(false);
-  });
-});
-
 describe('bodilessAnswer', () => {
   it('knows answers to HEAD, 204, 304 and 1xx have no body', () => {
     expect([bodilessAnswer('HEAD', 200), bodilessAnswer('GET', 204), bodilessAnswer('GET', 304), bodilessAnswer('GET', 103), bodilessAnswer('GET', 200)]).toEqual([true, true, true, true, false]);
@@ -226,13 +218,5 @@ describe('Connection never drops Host nor Content-Length', () => {
     const head = parseRequestHead('GET / HTTP/1.1\r\nHost: a.test\r\nConnection: HOST, Keep-Alive\r\nConnection: Content-Length\r\nContent-Length: 0');
     expect(head.listed).toEqual(new Set(['keep-alive']));
     expect(head.host).toBe('a.test');
-  });
-
-  it('the node:http path (WebSocket handshakes) keeps Host and Content-Length too', () => {
-    expect(endToEnd({ host: 'a.test', connection: 'host, content-length, x-other', 'content-length': '3', 'x-other': '1', accept: '*/*' })).toEqual({
-      host: 'a.test',
-      'content-length': '3',
-      accept: '*/*',
-    });
   });
 });

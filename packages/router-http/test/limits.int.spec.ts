@@ -66,6 +66,24 @@ describe('AppRouter connection limits', () => {
     expect(sockets.slice(0, 20).every((socket) => !socket.destroyed)).toBe(true);
   }, 30_000);
 
+  it('keeps the reserved places for addresses that hold no connection: many addresses fill the rest, a fresh one still gets through', async () => {
+    router = new AppRouter({ routes, limits: { maxConnections: 80, maxConnectionsPerClient: 10, reservedConnections: 40, headersTimeoutMs: 60_000 } });
+    ({ port } = await router.listen(0, '127.0.0.1'));
+    // Twenty addresses, two connections each, below their own cap: the shared part (80 - 40) is full.
+    const held = Array.from({ length: 20 }, (_, i) => `127.0.0.${10 + i}`);
+    for (const address of held) for (let i = 0; i < 2; i++) sockets.push(await slowloris(port, address));
+    await pause(100);
+
+    const fromHeld = await slowloris(port, '127.0.0.10');
+    sockets.push(fromHeld);
+    await closed(fromHeld);
+    const fresh = await Promise.all(['127.0.0.100', '127.0.0.101', '127.0.0.102'].map((address) => get(port, address)));
+
+    expect(fromHeld.destroyed).toBe(true);
+    expect(fresh).toEqual([200, 200, 200]);
+    expect(sockets.slice(0, 40).every((socket) => !socket.destroyed)).toBe(true);
+  }, 30_000);
+
   it('closes connections that do not finish their headers within the headers timeout', async () => {
     router = new AppRouter({ routes, limits: { headersTimeoutMs: 500 } });
     ({ port } = await router.listen(0, '127.0.0.1'));

@@ -78,8 +78,10 @@ export interface RouterSettings {
   routeRefreshMs: number;
   /** ROUTER_MAX_CONNECTIONS: client connections at most, in all. */
   maxConnections: number;
-  /** ROUTER_MAX_CONNECTIONS_PER_CLIENT: client connections at most from one address. */
+  /** ROUTER_MAX_CONNECTIONS_PER_CLIENT: client connections at most from one client (an IPv4 address, an IPv6 /64). */
   maxConnectionsPerClient: number;
+  /** ROUTER_CONNECTIONS_RESERVED: the last places of the total, only for clients holding no connection yet. */
+  reservedConnections: number;
   /** ROUTER_HEADERS_TIMEOUT_MS: TLS handshake and request headers must arrive within this. */
   headersTimeoutMs: number;
   /** ROUTER_IDLE_TIMEOUT_MS: a client connection quiet for this long is closed. */
@@ -215,11 +217,15 @@ function sample(env: Env): number {
 
 /** The ROUTER_* settings of how the router runs. */
 function routerSettings(env: Env): RouterSettings {
+  const workers = routerWorkers(env);
+  const routeRefreshMs = integer(env, 'ROUTER_ROUTE_REFRESH_MS', 1000, 100, 600_000);
+  const caps = connectionCaps(env, { total: 'ROUTER_MAX_CONNECTIONS', perAddress: 'ROUTER_MAX_CONNECTIONS_PER_CLIENT', reserved: 'ROUTER_CONNECTIONS_RESERVED' }, 10_000, 256);
   return {
-    workers: routerWorkers(env),
-    routeRefreshMs: integer(env, 'ROUTER_ROUTE_REFRESH_MS', 1000, 100, 600_000),
-    maxConnections: integer(env, 'ROUTER_MAX_CONNECTIONS', 10_000, 1, 1_000_000),
-    maxConnectionsPerClient: integer(env, 'ROUTER_MAX_CONNECTIONS_PER_CLIENT', 256, 1, 1_000_000),
+    workers,
+    routeRefreshMs,
+    maxConnections: caps.maxConnections,
+    maxConnectionsPerClient: caps.maxConnectionsPerAddress,
+    reservedConnections: caps.reservedConnections,
     headersTimeoutMs: integer(env, 'ROUTER_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
     idleTimeoutMs: integer(env, 'ROUTER_IDLE_TIMEOUT_MS', 60_000, 100, 3_600_000),
     upstreamMaxSockets: integer(env, 'ROUTER_UPSTREAM_MAX_SOCKETS', 512, 1, 100_000),

@@ -301,6 +301,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
       limits: {
         maxConnections: config.router.maxConnections,
         maxConnectionsPerClient: config.router.maxConnectionsPerClient,
+        reservedConnections: config.router.reservedConnections,
         headersTimeoutMs: config.router.headersTimeoutMs,
         idleTimeoutMs: config.router.idleTimeoutMs,
       },

@@ -345,6 +345,7 @@ describe('loadConfig: the router', () => {
         routeRefreshMs: 1000,
         maxConnections: 10_000,
         maxConnectionsPerClient: 256,
+        reservedConnections: 5000,
         headersTimeoutMs: 10_000,
         idleTimeoutMs: 60_000,
         upstreamMaxSockets: 512,
@@ -360,6 +361,7 @@ describe('loadConfig: the router', () => {
         ROUTER_ROUTE_REFRESH_MS: '500',
         ROUTER_MAX_CONNECTIONS: '100',
         ROUTER_MAX_CONNECTIONS_PER_CLIENT: '10',
+        ROUTER_CONNECTIONS_RESERVED: '20',
         ROUTER_HEADERS_TIMEOUT_MS: '2000',
         ROUTER_IDLE_TIMEOUT_MS: '30000',
         ROUTER_UPSTREAM_MAX_SOCKETS: '64',
@@ -373,6 +375,7 @@ describe('loadConfig: the router', () => {
         routeRefreshMs: 500,
         maxConnections: 100,
         maxConnectionsPerClient: 10,
+        reservedConnections: 20,
         headersTimeoutMs: 2000,
         idleTimeoutMs: 30_000,
         upstreamMaxSockets: 64,
@@ -381,6 +384,7 @@ describe('loadConfig: the router', () => {
         accessLogSample: 0.05,
       });
       expect(loadConfig({ ROUTER_WORKERS: 'AUTO' }).router.workers).toBe(availableParallelism());
+      expect(loadConfig({ ROUTER_MAX_CONNECTIONS: '100' }).router.reservedConnections).toBe(50);
     });
 
     it.each([
@@ -389,6 +393,7 @@ describe('loadConfig: the router', () => {
       ['ROUTER_ACCESS_LOG_SAMPLE', '1.5'],
       ['ROUTER_ACCESS_LOG_SAMPLE', 'half'],
       ['ROUTER_MAX_CONNECTIONS_PER_CLIENT', '0'],
+      ['ROUTER_CONNECTIONS_RESERVED', '10000'],
       ['ROUTER_HEADERS_TIMEOUT_MS', '10'],
     ])('refuses %s=%p, naming the variable', (variable, value) => {
       expect(failureOf({ [variable]: value })?.message).toMatch(new RegExp(`^${variable}: `));

@@ -15,11 +15,12 @@ import {
   type SecretBox,
   type Settings,
   type TlsStore,
+  type Timer,
   type AcmeSetup,
   type UnitOfWork,
   type UseCases,
 } from '@svc/core';
-import { AesGcmSecretBox, CryptoRandomSource, RandomIdGenerator, RandomTokenGenerator, ScryptPasswordHasher, SystemClock } from '@svc/crypto-node';
+import { AesGcmSecretBox, CryptoRandomSource, RandomIdGenerator, RandomTokenGenerator, ScryptPasswordHasher, SystemClock, SystemTimer } from '@svc/crypto-node';
 import { Ssh2PublicKeyParser } from '@svc/ssh-keys-ssh2';
 import { ForgeCertificateParser } from '@svc/certs-forge';
 import { FileLogStore } from '@svc/logs-file';
@@ -51,6 +52,8 @@ export const SERVER_TOKENS = Object.freeze({
   Router: Symbol.for('svc.Router'),
   RouteTable: Symbol.for('svc.RouteTable'),
   LeavingContainers: Symbol.for('svc.LeavingContainers'),
+  /** The timers the core waits and repeats with (deploy leases). */
+  Timer: Symbol.for('svc.Timer'),
 });
 
 /** The database as the composition root sees it. */
@@ -212,6 +215,7 @@ const cryptoModule = (secretKey: string) =>
     bind(TOKENS.TokenGenerator).toDynamicValue(() => new RandomTokenGenerator());
     bind(TOKENS.SecretBox).toDynamicValue(() => new AesGcmSecretBox(secretKey));
     bind(TOKENS.Clock).toDynamicValue(() => new SystemClock());
+    bind<Timer>(SERVER_TOKENS.Timer).toDynamicValue(() => new SystemTimer());
     bind(TOKENS.IdGenerator).toDynamicValue(() => new RandomIdGenerator());
     bind(TOKENS.RandomSource).toDynamicValue(() => new CryptoRandomSource());
   });
@@ -331,6 +335,7 @@ const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined, 
       tokens: ctx.get(TOKENS.TokenGenerator),
       secrets: ctx.get(TOKENS.SecretBox),
       clock: ctx.get(TOKENS.Clock),
+      timer: ctx.get<Timer>(SERVER_TOKENS.Timer),
       ids: ctx.get(TOKENS.IdGenerator),
       random: ctx.get(TOKENS.RandomSource),
       settings: ctx.get(TOKENS.Settings),

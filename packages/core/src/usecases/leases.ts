@@ -3,6 +3,7 @@ import type { DeployLease } from '../model/entities';
 import type { Repositories, UnitOfWork } from '../ports/repositories';
 import type { RandomSource, Scheduler } from '../ports/services';
 import { logEvent, type CoreDependencies } from './context';
+import { schedulerUnavailable } from './scheduler-failure';
 
 /** The ports that serialising an app's deploys needs. */
 export type LeaseDependencies = Pick<CoreDependencies, 'uow' | 'scheduler' | 'ids' | 'clock' | 'timer' | 'random' | 'logs' | 'settings'>;
@@ -191,7 +192,7 @@ export async function takeOver(deps: LeaseDependencies, stale: DeployLease, mine
     await repos.deploys.replace(holder, { ...claimed, expires: deps.clock.now() }).catch(() => false);
     const reason = `failed to stop the containers of an interrupted deploy: ${failures.map(describe).join('; ')}`;
     await logEvent(deps, stale.app, reason, CLEANUP_LOG_SOURCE);
-    throw new Unavailable('SCHEDULER.FAILED', `The scheduler failed to clean up an interrupted deploy of ${stale.app}.`);
+    throw schedulerUnavailable(`clean up an interrupted deploy of ${stale.app}`);
   }
   const kept = mine === null ? await repos.deploys.remove(stale.app, holder) : await repos.deploys.replace(holder, mine);
   const what = stale.version === null ? 'change' : `deploy of v${stale.version}`;

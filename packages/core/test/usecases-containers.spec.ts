@@ -518,12 +518,15 @@ describe('FollowLogs', () => {
     const heard: string[] = [];
     const followed = await world.useCases.followLogs.execute(alice, 'myapp', undefined, (lines) => heard.push(...lines));
     expect(world.logs.listenerCount('myapp')).toBe(1);
+    // Heard while subscribed: what follows proves the silence comes from unsubscribing.
+    await world.logs.append('myapp', [line(8, 'in time')]);
+    expect(heard).toEqual([expect.stringMatching(/in time$/)]);
 
     followed.unsubscribe();
     followed.unsubscribe();
     await world.logs.append('myapp', [line(9, 'too late')]);
 
-    expect(heard).toEqual([]);
+    expect(heard).toEqual([expect.stringMatching(/in time$/)]);
     expect(world.logs.listenerCount('myapp')).toBe(0);
   });
 

@@ -1,5 +1,6 @@
-import { KeyedQueue, RecoverDeploys, Unavailable } from '@svc/core';
+import { KeyedQueue, RecoverDeploys, Unavailable, jittered } from '@svc/core';
 import type { Actor, DeployLease } from '@svc/core';
+import { SeededRandom } from '@svc/core/testing';
 import { World, rejectionOf } from './support/world';
 
 const PAGE = { page: 1, pageSize: 100 };
@@ -15,8 +16,10 @@ function tracked<T>(promise: Promise<T>): { promise: Promise<T>; settled: () => 
   return { promise: watched, settled: () => settled };
 }
 
-/** Lets every pending callback and timer of a few milliseconds run. */
-const drain = (ms = 20): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** Lets every callback already queued run (the in-memory fakes answer without timers); no time passes. */
+async function settle(): Promise<void> {
+  for (let round = 0; round < 5; round++) await new Promise((resolve) => setImmediate(resolve));
+}
 
 /** Alice deploys `slow` (one web), Bob deploys `quick` (one web). */
 async function twoTenants(): Promise<{ world: World; alice: Actor; bob: Actor }> {
@@ -153,26 +156,27 @@ describe('deploys under the app lease', () => {
     expect(world.runningContainers('slow')).toEqual(['web.1@v2']);
   });
 
-  it('the holder renews its lease while the scheduler works, keeping the containers it listed', async () => {
-    const world = new World({ deployLeaseSeconds: 0.06 });
+  it('the holder renews its lease every third of its duration while the scheduler works, keeping the containers it listed', async () => {
+    const world = new World({ deployLeaseSeconds: 30 });
     const alice = await world.actor('alice');
     await world.deployedApp(alice, 'slow');
     const hold = world.scheduler.holdStartsOf((spec) => spec.app === 'slow');
     const slow = tracked(world.useCases.setConfig.execute(alice, 'slow', { values: { A: '1' } }));
     await hold.reached;
-    const listed = (await world.uow.repositories.deploys.find('slow'))?.containers;
+    const taken = await world.uow.repositories.deploys.find('slow');
+    const listed = taken?.containers;
 
-    world.clock.advance(60_000);
-    const renewedAt = world.clock.now().getTime();
-    let renewed = await world.uow.repositories.deploys.find('slow');
-    // The heartbeat runs on real timers: give it time, however loaded the machine.
-    for (let waited = 0; renewed?.heartbeat.getTime() !== renewedAt && waited < 10_000; waited += 20) {
-      await drain(20);
-      renewed = await world.uow.repositories.deploys.find('slow');
-    }
+    // Just short of a third of the lease: no renewal yet.
+    world.clock.advance(9_999);
+    await settle();
+    expect((await world.uow.repositories.deploys.find('slow'))?.heartbeat).toEqual(taken?.heartbeat);
+
+    world.clock.advance(1);
+    await settle();
+    const renewed = await world.uow.repositories.deploys.find('slow');
 
     expect(renewed?.heartbeat).toEqual(world.clock.now());
-    expect(renewed?.expires).toEqual(new Date(world.clock.now().getTime() + 60));
+    expect(renewed?.expires).toEqual(new Date(world.clock.now().getTime() + 30_000));
     expect(renewed?.containers).toEqual(listed);
     expect(listed).toHaveLength(1);
     hold.release();
@@ -217,12 +221,21 @@ describe('deploys under the app lease', () => {
     await world.uow.repositories.deploys.insert(aLease(world, 'slow'));
 
     const waiting = tracked(world.useCases.setConfig.execute(alice, 'slow', { values: { A: '1' } }));
-    await drain(100);
+    await settle();
+    expect(world.clock.pendingTimers).toBe(1);
+    // Polls again and again, at most every 300 ms (200 ms with jitter), while the lease lives.
+    for (let polls = 0; polls < 10; polls++) {
+      world.clock.advance(300);
+      await settle();
+      expect(world.clock.pendingTimers).toBe(1);
+    }
     expect(waiting.settled()).toBe(false);
     expect(world.releaseVersions('slow')).toEqual([1, 2]);
     await world.uow.repositories.deploys.remove('slow', 'dead-controller');
+    world.clock.advance(300);
 
     expect((await waiting.promise).release.version).toBe(3);
+    expect(world.clock.pendingTimers).toBe(0);
   });
 
   it('a failed app deletion keeps the app, restarts what it stopped and leaves no lease', async () => {
@@ -285,6 +298,17 @@ describe('RecoverDeploys', () => {
     expect(kept!.expires.getTime()).toBeLessThanOrEqual(world.clock.now().getTime());
     expect(await new RecoverDeploys(world.deps).execute({ all: false })).toEqual({ recovered: 1 });
     expect(await world.uow.repositories.deploys.list()).toEqual([]);
+  });
+});
+
+describe('jittered', () => {
+  it('waits from half to one and a half times the delay, as the random source draws', () => {
+    const random = new SeededRandom();
+    random.force(0, 9, 199);
+
+    expect(jittered(10, random)).toBe(5);
+    expect(jittered(10, random)).toBe(14);
+    expect(jittered(200, random)).toBe(299);
   });
 });
 

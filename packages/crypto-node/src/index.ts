@@ -1,5 +1,5 @@
 export { ScryptPasswordHasher, type ScryptCost } from './password-hasher';
 export { RandomTokenGenerator } from './tokens';
 export { AesGcmSecretBox, SECRET_BOX_KDF_INFO, SECRET_BOX_KDF_SALT } from './secret-box';
-export { CryptoRandomSource, RandomIdGenerator, SystemClock, generateSecretKey } from './system';
+export { CryptoRandomSource, RandomIdGenerator, SystemClock, SystemTimer, generateSecretKey } from './system';
 export { HmacWebhookSigner } from './webhook-signer';

@@ -1,10 +1,23 @@
 import { randomBytes, randomInt, randomUUID } from 'node:crypto';
-import type { Clock, IdGenerator, RandomSource } from '@svc/core';
+import type { Clock, IdGenerator, RandomSource, Timer } from '@svc/core';
 
 /** The wall clock of this machine. */
 export class SystemClock implements Clock {
   now(): Date {
     return new Date();
+  }
+}
+
+/** Node's timers, on the wall clock; a repeating task does not keep the process alive. */
+export class SystemTimer implements Timer {
+  sleep(milliseconds: number): Promise<void> {
+    return new Promise((resolve) => setTimeout(resolve, milliseconds));
+  }
+
+  every(milliseconds: number, task: () => void): () => void {
+    const handle = setInterval(task, milliseconds);
+    handle.unref();
+    return () => clearInterval(handle);
   }
 }
 

@@ -84,6 +84,7 @@ export function harness(options: HarnessOptions = {}): Harness {
     tokens: new FakeTokenGenerator(),
     secrets: new FakeSecretBox(),
     clock,
+    timer: clock,
     ids: new SequentialIdGenerator(),
     random: new SeededRandom(),
     settings: { ...DEFAULT_SETTINGS, platformDomain: PLATFORM_DOMAIN, ...options.settings },

@@ -202,7 +202,9 @@ if (TEST_DATABASE_URL === null && process.env.CI === 'true') {
   });
 }
 
-(TEST_DATABASE_URL === null ? describe.skip : describe)('PostgreSQL', () => {
+if (TEST_DATABASE_URL === null) process.stdout.write('The journal on PostgreSQL was not tested: set TEST_DATABASE_URL to run it.\n');
+
+(TEST_DATABASE_URL === null ? describe.skip : describe)(TEST_DATABASE_URL === null ? 'PostgreSQL (skipped: TEST_DATABASE_URL is not set)' : 'PostgreSQL', () => {
   describeJournal('PostgreSQL', async () => {
     const scratch: ScratchDatabase = await createScratchDatabase(TEST_DATABASE_URL as string, 'svc_events');
     const dir = await mkdtemp(join(tmpdir(), 'svc-events-pg-'));

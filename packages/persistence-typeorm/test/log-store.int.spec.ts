@@ -262,6 +262,7 @@ describe('TypeOrmLogStore', () => {
   });
 
   if (TEST_DATABASE_URL === null) {
+    if (process.env.CI === 'true') throw new Error('CI=true: TypeOrmLogStore on PostgreSQL needs TEST_DATABASE_URL (a PostgreSQL server)');
     process.stdout.write('TypeOrmLogStore on PostgreSQL was not tested: set TEST_DATABASE_URL to run it.\n');
     describe.skip('on PostgreSQL (skipped: TEST_DATABASE_URL is not set)', () => {
       it('runs the LogStore contract and the PostgreSQL-specific tests', () => undefined);

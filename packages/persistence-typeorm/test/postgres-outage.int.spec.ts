@@ -29,6 +29,7 @@ async function eventually(check: () => Promise<boolean>, timeoutMs: number): Pro
 }
 
 if (TEST_DATABASE_URL === null) {
+  if (process.env.CI === 'true') throw new Error('CI=true: the PostgreSQL outage tests need TEST_DATABASE_URL (a PostgreSQL server)');
   process.stdout.write('PostgreSQL outage tests were not run: set TEST_DATABASE_URL to run them.\n');
   describe.skip('PostgreSQL outage (skipped: TEST_DATABASE_URL is not set)', () => {
     it('reports Unavailable while the server cannot be reached and recovers without a restart', () => undefined);

@@ -86,6 +86,7 @@ function gate(): { open(): void; passed: Promise<void> } {
 }
 
 if (baseUrl === undefined || baseUrl === '') {
+  if (process.env.CI === 'true') throw new Error('CI=true: the PostgreSQL integration tests need TEST_DATABASE_URL (a PostgreSQL server)');
   process.stdout.write(
     'PostgreSQL integration tests were not run: set TEST_DATABASE_URL ' +
       '(e.g. postgres://postgres@127.0.0.1:5432/postgres) to run them against a real server.\n',

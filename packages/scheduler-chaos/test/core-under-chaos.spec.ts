@@ -23,6 +23,7 @@ async function world(seed: number) {
   const inner = new FakeScheduler();
   const chaos = new ChaosScheduler(inner, { rates: {}, seed });
   const tokens = new FakeTokenGenerator();
+  const clock = new ManualClock();
   const useCases: UseCases = createUseCases({
     uow,
     scheduler: chaos,
@@ -32,7 +33,8 @@ async function world(seed: number) {
     passwords: new FakePasswordHasher(),
     tokens,
     secrets: new FakeSecretBox(),
-    clock: new ManualClock(),
+    clock,
+    timer: clock,
     ids: new SequentialIdGenerator(),
     random: new SeededRandom(),
     settings: DEFAULT_SETTINGS,

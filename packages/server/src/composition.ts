@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Container, ContainerModule, type ResolutionContext } from 'inversify';
+import { Container, ContainerModule } from 'inversify';
 import type { Application } from 'express';
 import {
   TOKENS,
@@ -11,28 +11,28 @@ import {
   type ImageBuilder,
   type LogStore,
   type SourceCompiler,
-  type Scheduler,
   type SecretBox,
   type Settings,
   type TlsStore,
+  type Timer,
   type AcmeSetup,
   type UnitOfWork,
   type UseCases,
 } from '@svc/core';
-import { AesGcmSecretBox, CryptoRandomSource, RandomIdGenerator, RandomTokenGenerator, ScryptPasswordHasher, SystemClock } from '@svc/crypto-node';
+import { AesGcmSecretBox, CryptoRandomSource, RandomIdGenerator, RandomTokenGenerator, ScryptPasswordHasher, SystemClock, SystemTimer } from '@svc/crypto-node';
 import { Ssh2PublicKeyParser } from '@svc/ssh-keys-ssh2';
 import { ForgeCertificateParser } from '@svc/certs-forge';
 import { FileLogStore } from '@svc/logs-file';
-import { MemoryScheduler } from '@svc/scheduler-memory';
-import { ProcessScheduler, type SandboxOptions } from '@svc/scheduler-process';
-import { DockerImageBuilder, DockerScheduler, SwarmScheduler, createEngine, type Docker, type EngineSchedulerOptions, type RegistryLogin } from '@svc/scheduler-docker';
-import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
+import type { ProcessScheduler } from '@svc/scheduler-process';
+import { DockerImageBuilder, type Docker, type RegistryLogin } from '@svc/scheduler-docker';
 import { createHttpApp, type HttpLogger, type HttpOptions } from '@svc/http-express';
 import { GitServer } from '@svc/builder-git';
 import { AppRouter, RouterCluster, type AppRouterOptions, type LogLevel, type RequestObserver } from '@svc/router-http';
 import type { ControllerMetrics } from '@svc/metrics-prometheus';
-import type { DockerSettings, ImageBuildSettings, SchedulerKind, SwarmSettings } from './config';
-import { DrainingScheduler, LeavingContainers, PlatformRouteTable, StoredCertificates, StoredChallenges } from './routing';
+import type { ImageBuildSettings } from './config';
+import { PlatformRouteTable, StoredCertificates, StoredChallenges, type LeavingContainers } from './routing';
+import { SCHEDULER_TOKENS, boundSchedulers, schedulerEndpoints, schedulerModule, type BoundSchedulers, type SchedulerSetup } from './schedulers';
+export type { DockerSchedulerSetup, ProcessSchedulerSetup } from './schedulers';
 import { buildsModule, type BuildpackSetup, type CompilerKind, type DockerCompileSetup } from './compose-builds';
 import type { EventPorts } from './events';
 
@@ -43,14 +43,12 @@ type UseCaseClass = new (deps: CoreDependencies) => object;
 export const SERVER_TOKENS = Object.freeze({
   HttpApp: Symbol.for('svc.HttpApp'),
   GitServer: Symbol.for('svc.GitServer'),
-  ProcessScheduler: Symbol.for('svc.ProcessScheduler'),
-  /** The Docker Engine client (dockerode), shared by everything that speaks to the engine. */
-  DockerEngine: Symbol.for('svc.DockerEngine'),
-  DockerScheduler: Symbol.for('svc.DockerScheduler'),
-  SwarmScheduler: Symbol.for('svc.SwarmScheduler'),
+  /** The schedulers, the Docker Engine client and the containers leaving the routes (schedulers.ts). */
+  ...SCHEDULER_TOKENS,
   Router: Symbol.for('svc.Router'),
   RouteTable: Symbol.for('svc.RouteTable'),
-  LeavingContainers: Symbol.for('svc.LeavingContainers'),
+  /** The timers the core waits and repeats with (deploy leases). */
+  Timer: Symbol.for('svc.Timer'),
 });
 
 /** The database as the composition root sees it. */
@@ -59,22 +57,13 @@ export interface DatabaseHandle {
   ping(): Promise<boolean>;
 }
 
-/** What the composition root needs to know, already validated. */
-export interface CompositionOptions {
+/** What the composition root needs to know, already validated; the scheduler's part is `SchedulerSetup` (schedulers.ts). */
+export interface CompositionOptions extends SchedulerSetup {
   database: DatabaseHandle;
   secretKey: string;
   logDirectory: string;
   /** Where app logs go instead of files in `logDirectory` (with a shared database: the database). */
   logStore?: LogStore;
-  scheduler: SchedulerKind;
-  /** How the process scheduler runs apps; required when `scheduler` is `process`. */
-  processes?: ProcessSchedulerSetup;
-  /** How the Docker scheduler runs apps; required when `scheduler` is `docker` (and its DOCKER_* settings with `swarm`). */
-  docker?: DockerSchedulerSetup;
-  /** How the Swarm scheduler runs apps; required when `scheduler` is `swarm`. */
-  swarm?: SwarmSettings;
-  /** Wraps the scheduler in fault injection (tests and resilience drills); absent or null: off. */
-  schedulerChaos?: ChaosOptions | null;
   settings: Settings;
   apiVersion: ApiVersion;
   platformVersion: string;
@@ -156,51 +145,6 @@ const gitModule = (git: GitSetup | null, logger: HttpLogger) =>
     });
   });
 
-/** Where and how the process scheduler runs apps. */
-export interface ProcessSchedulerSetup {
-  /** Holds the apps' working directories and the records of running processes. */
-  dataDir: string;
-  portRange: { from: number; to: number };
-  startTimeoutMs: number;
-  stopTimeoutMs: number;
-  /** How apps are confined; null runs them unconfined as the controller's user. */
-  sandbox: SandboxOptions | null;
-  /** How the operator fixes a sandbox that cannot be set up. */
-  sandboxHint?: string;
-}
-
-/** Where the Docker engine is and how the Docker scheduler isolates apps: its settings, and what the server adds. */
-export interface DockerSchedulerSetup extends DockerSettings {
-  /** Host ports containers may still reach (the router's). */
-  hostPortsAllowed: number[];
-  startTimeoutMs: number;
-  stopTimeoutMs: number;
-  /** What the operator should know (a host guard that could not be installed). */
-  onWarning: (message: string) => void;
-}
-
-/** What the Docker and Swarm schedulers both take: the shared engine client, the log store, the clock and the DOCKER_* settings. */
-function engineOptions(ctx: ResolutionContext, docker: DockerSchedulerSetup, registryLogin: RegistryLogin | null): EngineSchedulerOptions {
-  return {
-    docker: ctx.get<Docker>(SERVER_TOKENS.DockerEngine),
-    logs: ctx.get<LogStore>(TOKENS.LogStore),
-    clock: ctx.get(TOKENS.Clock),
-    instance: docker.instance,
-    onWarning: docker.onWarning,
-    user: docker.user,
-    pidsLimit: docker.pidsLimit,
-    readonlyRootfs: docker.readonlyRootfs,
-    pullPolicy: docker.pullPolicy,
-    defaultMemory: docker.defaultMemory,
-    defaultCpu: docker.defaultCpu,
-    startTimeoutMs: docker.startTimeoutMs,
-    stopTimeoutMs: docker.stopTimeoutMs,
-    registryLogin,
-    registryAllow: docker.registryAllow ?? [],
-    ...(docker.logLimit === undefined ? {} : { logLimit: docker.logLimit }),
-  };
-}
-
 const persistenceModule = (database: DatabaseHandle) =>
   new ContainerModule(({ bind }) => {
     bind<UnitOfWork>(TOKENS.UnitOfWork).toConstantValue(database.uow);
@@ -212,6 +156,7 @@ const cryptoModule = (secretKey: string) =>
     bind(TOKENS.TokenGenerator).toDynamicValue(() => new RandomTokenGenerator());
     bind(TOKENS.SecretBox).toDynamicValue(() => new AesGcmSecretBox(secretKey));
     bind(TOKENS.Clock).toDynamicValue(() => new SystemClock());
+    bind<Timer>(SERVER_TOKENS.Timer).toDynamicValue(() => new SystemTimer());
     bind(TOKENS.IdGenerator).toDynamicValue(() => new RandomIdGenerator());
     bind(TOKENS.RandomSource).toDynamicValue(() => new CryptoRandomSource());
   });
@@ -225,75 +170,6 @@ const logsModule = (directory: string, store: LogStore | undefined) =>
   new ContainerModule(({ bind }) => {
     // Control characters are escaped on the way in, whoever writes: app output, builds, platform lines.
     bind<LogStore>(TOKENS.LogStore).toDynamicValue(() => new EscapingLogStore(store ?? new FileLogStore(directory)));
-  });
-
-const schedulerModule = (
-  kind: SchedulerKind,
-  chaos: ChaosOptions | null,
-  processes: ProcessSchedulerSetup | undefined,
-  docker: DockerSchedulerSetup | undefined,
-  swarm: SwarmSettings | undefined,
-  registryLogin: RegistryLogin | null,
-) =>
-  new ContainerModule(({ bind }) => {
-    bind<SwarmScheduler>(SERVER_TOKENS.SwarmScheduler).toDynamicValue((ctx) => {
-      if (docker === undefined || swarm === undefined) throw new Error('The Swarm scheduler needs its setup (CompositionOptions.docker and .swarm)');
-      const leaving = ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers);
-      return new SwarmScheduler({
-        ...engineOptions(ctx, docker, registryLogin),
-        prefix: swarm.prefix,
-        drainMs: swarm.drainMs,
-        healthIntervalMs: swarm.healthIntervalMs,
-        monitorMs: swarm.monitorMs,
-        updateTimeoutMs: swarm.updateTimeoutMs,
-        nodeAddresses: swarm.nodeAddresses,
-        network: swarm.network,
-        // Swarm replaces and moves tasks by itself: the router hears of it at once.
-        onEndpointsChanged: () => void leaving.refreshRoutes().catch(() => undefined),
-      });
-    });
-    bind<Docker>(SERVER_TOKENS.DockerEngine).toDynamicValue(() => createEngine(docker?.host ?? null));
-    bind<DockerScheduler>(SERVER_TOKENS.DockerScheduler).toDynamicValue((ctx) => {
-      if (docker === undefined) throw new Error('The Docker scheduler needs its setup (CompositionOptions.docker)');
-      return new DockerScheduler({
-        ...engineOptions(ctx, docker, registryLogin),
-        network: docker.network,
-        bridge: docker.bridge,
-        guardHost: docker.guardHost,
-        hostPortsAllowed: docker.hostPortsAllowed,
-      });
-    });
-    bind<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler).toDynamicValue((ctx) => {
-      if (processes === undefined) throw new Error('The process scheduler needs its setup (CompositionOptions.processes)');
-      return new ProcessScheduler({
-        dataDir: processes.dataDir,
-        logs: ctx.get<LogStore>(TOKENS.LogStore),
-        clock: ctx.get(TOKENS.Clock),
-        portRange: processes.portRange,
-        startTimeoutMs: processes.startTimeoutMs,
-        stopTimeoutMs: processes.stopTimeoutMs,
-        sandbox: processes.sandbox,
-        sandboxHint: processes.sandboxHint,
-      });
-    });
-    bind<Scheduler>(TOKENS.Scheduler).toDynamicValue((ctx): Scheduler => {
-      const scheduler = ((): Scheduler => {
-        switch (kind) {
-          case 'process':
-            return ctx.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler);
-          case 'docker':
-            return ctx.get<DockerScheduler>(SERVER_TOKENS.DockerScheduler);
-          case 'swarm':
-            return ctx.get<SwarmScheduler>(SERVER_TOKENS.SwarmScheduler);
-          case 'memory':
-            return new MemoryScheduler();
-        }
-      })();
-      const wrapped = chaos === null ? scheduler : new ChaosScheduler(scheduler, chaos);
-      // Containers leave the router's routes before they are stopped.
-      return new DrainingScheduler(wrapped, ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers));
-    });
-    bind<LeavingContainers>(SERVER_TOKENS.LeavingContainers).toConstantValue(new LeavingContainers());
   });
 
 /** The image builder of git pushes, when image builds are on; otherwise null, and pushed commits run from their checkout. */
@@ -331,6 +207,7 @@ const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined, 
       tokens: ctx.get(TOKENS.TokenGenerator),
       secrets: ctx.get(TOKENS.SecretBox),
       clock: ctx.get(TOKENS.Clock),
+      timer: ctx.get<Timer>(SERVER_TOKENS.Timer),
       ids: ctx.get(TOKENS.IdGenerator),
       random: ctx.get(TOKENS.RandomSource),
       settings: ctx.get(TOKENS.Settings),
@@ -390,14 +267,7 @@ const httpModule = (options: CompositionOptions) =>
 const routerModule = (options: CompositionOptions) =>
   new ContainerModule(({ bind }) => {
     bind<PlatformRouteTable>(SERVER_TOKENS.RouteTable).toDynamicValue((ctx) => {
-      const endpoints =
-        options.scheduler === 'process'
-          ? ctx.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler)
-          : options.scheduler === 'docker'
-            ? ctx.get<DockerScheduler>(SERVER_TOKENS.DockerScheduler)
-            : options.scheduler === 'swarm'
-              ? ctx.get<SwarmScheduler>(SERVER_TOKENS.SwarmScheduler)
-              : null;
+      const endpoints = schedulerEndpoints(options.scheduler, ctx);
       const redirects = options.tls ? { redirects: ctx.get<UseCases>(TOKENS.UseCases).httpsRedirectFor } : {};
       return new PlatformRouteTable(ctx.get<UnitOfWork>(TOKENS.UnitOfWork), options.settings.platformDomain, endpoints, redirects, ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers));
     });
@@ -442,16 +312,9 @@ function dockerCompileSetup(options: CompositionOptions, engine: () => Docker): 
  * The composition root: binds every port to its adapter and builds the HTTP application.
  * The only place that knows the dependency-injection container.
  */
-export function compose(options: CompositionOptions): {
+export function compose(options: CompositionOptions): BoundSchedulers & {
   container: Container;
   app: Application;
-  scheduler: Scheduler;
-  /** The scheduler that runs processes, when SCHEDULER=process: its endpoints, orphan clean-up and shutdown. */
-  processScheduler: ProcessScheduler | null;
-  /** The scheduler that runs Docker containers, when SCHEDULER=docker: its endpoints, adoption clean-up and shutdown. */
-  dockerScheduler: DockerScheduler | null;
-  /** The scheduler that runs Swarm services, when SCHEDULER=swarm: its endpoints, adoption clean-up and shutdown. */
-  swarmScheduler: SwarmScheduler | null;
   useCases: UseCases;
   /** The git server, not yet listening, when `git` is given. */
   gitServer: GitServer | null;
@@ -470,7 +333,7 @@ export function compose(options: CompositionOptions): {
     cryptoModule(options.secretKey),
     parsersModule,
     logsModule(options.logDirectory, options.logStore),
-    schedulerModule(options.scheduler, options.schedulerChaos ?? null, options.processes, options.docker, options.swarm, options.registryLogin ?? null),
+    schedulerModule(options, options.registryLogin ?? null),
     // The process scheduler runs checkouts: pushed commits are built into images for the others.
     imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null), options.registryLogin ?? null, options.docker?.registryAllow ?? []),
     // Buildpacks compile where the app's code runs: in the process sandbox, or on the engine with image builds.
@@ -483,11 +346,7 @@ export function compose(options: CompositionOptions): {
   return {
     container,
     app: container.get<Application>(SERVER_TOKENS.HttpApp),
-    // The scheduler as configured (process, memory, chaos), without the router's draining around it.
-    scheduler: ((bound: Scheduler) => (bound instanceof DrainingScheduler ? bound.inner : bound))(container.get<Scheduler>(TOKENS.Scheduler)),
-    processScheduler: options.scheduler === 'process' ? container.get<ProcessScheduler>(SERVER_TOKENS.ProcessScheduler) : null,
-    dockerScheduler: options.scheduler === 'docker' ? container.get<DockerScheduler>(SERVER_TOKENS.DockerScheduler) : null,
-    swarmScheduler: options.scheduler === 'swarm' ? container.get<SwarmScheduler>(SERVER_TOKENS.SwarmScheduler) : null,
+    ...boundSchedulers(container, options.scheduler),
     useCases: container.get<UseCases>(TOKENS.UseCases),
     gitServer: options.git ? container.get<GitServer>(SERVER_TOKENS.GitServer) : null,
     router: container.get<PlatformRouter>(SERVER_TOKENS.Router),

@@ -7,19 +7,20 @@ import type { Scheduler, UseCases } from '@svc/core';
 import { httpServerOptions, limitConnections, timeoutOptions } from '@svc/http-express';
 import { createDatabase } from '@svc/persistence-typeorm';
 import type { ProcessScheduler, SandboxStatus } from '@svc/scheduler-process';
-import { createEngine, pingEngine, type DockerScheduler, type SwarmScheduler } from '@svc/scheduler-docker';
+import type { DockerScheduler, SwarmScheduler } from '@svc/scheduler-docker';
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
 import { ControllerMetrics, createAcmeMetrics, createRouterMetrics } from '@svc/metrics-prometheus';
 import { AcmeRounds, acmeRoundsOnChanges, acmeSetup, leaseHolder } from './acme';
-import { prepareEngineBuilds } from './compose-builds';
-import { checkPorts, checkSchedulerRecord, readinessDetails } from './preflight';
+import { checkPorts } from './preflight';
 import { compose, type GitSetup, type PlatformRouter } from './composition';
 import { dashboardDirectory } from './dashboard';
 import { platformVersion, resolveSecretKey, sharedSecretKey } from './secret-key';
 export { platformVersion, resolveSecretKey } from './secret-key';
 import { eventPorts, startEventWorkers } from './events';
 import type { PlatformRouteTable } from './routing';
-import { UNSAFE_SWITCH, type SchedulerKind, type ServerConfig } from './config';
+import type { SchedulerKind, ServerConfig } from './config';
+import { SchedulerStartup, chooseScheduler, schedulerSetup } from './schedulers';
+export { pickScheduler } from './schedulers';
 
 /** A started controller. */
 export interface RunningServer {
@@ -46,26 +47,6 @@ export interface RunningServer {
   routerTlsPort: number | null;
   /** How apps are confined (SCHEDULER=process); null with another scheduler. */
   sandbox: SandboxStatus | null;
-}
-
-/** The fix named when the sandbox cannot be set up. */
-const SANDBOX_HINT =
-  `Run the controller as root on Linux with bubblewrap, util-linux and iptables installed (apt-get install bubblewrap util-linux iptables), ` +
-  `or, for one trusted developer on their own machine only, set ${UNSAFE_SWITCH}=1 to run apps unconfined; ` +
-  `or run them on a Docker engine (start one at DOCKER_HOST: with SCHEDULER unset it is picked, or set SCHEDULER=docker)`;
-
-/** What `/readyz` adds about the confinement of apps: nothing when they are confined (or none run). */
-function sandboxDetails(status: SandboxStatus | null): Record<string, string> {
-  if (status === null || status.mode === 'on') return {};
-  if (status.mode === 'off') {
-    return { sandbox: 'off', warning: `${UNSAFE_SWITCH} is set: apps run unconfined as the controller's user; any app owner controls the controller and the host` };
-  }
-  return { sandbox: 'unavailable', warning: status.problem ?? 'the sandbox is unavailable' };
-}
-
-/** Why the controller cannot run apps, each with its fix; empty when it can. */
-function appProblems(status: SandboxStatus | null): string[] {
-  return status?.mode === 'unavailable' ? [status.problem ?? 'the sandbox is unavailable'] : [];
 }
 
 /**
@@ -175,29 +156,6 @@ async function sweepDeploys(useCases: UseCases, logger: Logger): Promise<void> {
   }
 }
 
-/** How long the start-up waits for a Docker engine to answer when SCHEDULER is unset. */
-const ENGINE_PING_TIMEOUT_MS = 2000;
-
-/**
- * The scheduler to use: SCHEDULER when set; when unset, `docker` if an engine answers at
- * DOCKER_HOST (default unix:///var/run/docker.sock) within two seconds, else `process`.
- * Logs which one and why.
- */
-export async function pickScheduler(config: ServerConfig, logger: Logger): Promise<SchedulerKind> {
-  if (config.scheduler !== 'auto') return config.scheduler;
-  const where = config.docker.host ?? 'unix:///var/run/docker.sock';
-  const reason = await pingEngine(createEngine(config.docker.host), ENGINE_PING_TIMEOUT_MS);
-  if (reason === null) {
-    logger.info({ scheduler: 'docker', dockerHost: where }, `SCHEDULER is unset: using the Docker scheduler, a Docker engine answers at ${where}`);
-    return 'docker';
-  }
-  logger.info(
-    { scheduler: 'process', dockerHost: where, reason },
-    `SCHEDULER is unset: using the process scheduler, no Docker engine answers at ${where} (${reason})`,
-  );
-  return 'process';
-}
-
 /** Starts the controller: database (migrated), composition, HTTP listener. */
 export async function startServer(config: ServerConfig, logger: Logger): Promise<RunningServer> {
   // Before anything is made: a port taken stops the start naming its setting (preflight.ts).
@@ -230,13 +188,11 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   const git = config.gitSshPort === null ? null : gitSetup(config, dataDir, () => routerPort);
   // Ends log follow streams at shutdown: they would otherwise hold the stop up to its timeout.
   const shutdown = new AbortController();
-  let sandbox: SandboxStatus | null = null;
-  // Why buildpack builds cannot run on the engine (the stack image can neither be found nor made).
-  let stackProblem: string | null = null;
+  // Which scheduler, and what it must have ready before the controller serves: schedulers.ts.
+  const scheduling = new SchedulerStartup({ shared, logger });
   let schedulerKind: SchedulerKind;
   try {
-    schedulerKind = await pickScheduler(config, logger);
-    await checkSchedulerRecord(dataDir, schedulerKind, () => database.appsWithContainers(), config.schedulerAdopt, logger);
+    schedulerKind = await chooseScheduler(config, dataDir, () => database.appsWithContainers(), logger);
   } catch (error) {
     await database.close();
     throw error;
@@ -252,7 +208,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   const events = eventPorts(database, config.events);
   const tls = database.createTlsStore();
   const acme = acmeSetup(config.acme, metrics === null || config.acme === null ? undefined : createAcmeMetrics(metrics.registry, { names: () => tls.list() }));
-  const { app, scheduler, processScheduler, dockerScheduler, swarmScheduler, useCases, gitServer, router, routeTable, deps, builds } = compose({
+  const composed = compose({
     tls,
     acme,
     database,
@@ -260,26 +216,8 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     secretKey,
     logDirectory: join(dataDir, 'logs'),
     logStore: shared ? database.createLogStore() : undefined,
-    scheduler: schedulerKind,
-    docker: {
-      ...config.docker,
-      // Containers may call other apps through the router's fixed ports, nothing else of this host.
-      hostPortsAllowed: [config.routerPort, config.routerTlsPort].filter((port): port is number => port !== null && port > 0),
-      startTimeoutMs: config.processes.healthcheckTimeoutMs,
-      stopTimeoutMs: config.processes.stopTimeoutMs,
-      onWarning: (message) => logger.warn({ scheduler: schedulerKind }, message),
-    },
-    swarm: config.swarm,
-    processes: {
-      dataDir,
-      portRange: config.processes.portRange,
-      startTimeoutMs: config.processes.healthcheckTimeoutMs,
-      stopTimeoutMs: config.processes.stopTimeoutMs,
-      sandbox: config.processes.sandbox,
-      sandboxHint: SANDBOX_HINT,
-    },
-    readyDetails: () => ({ ...sandboxDetails(sandbox), ...readinessDetails(appProblems(sandbox), stackProblem === null ? [] : [stackProblem]) }),
-    schedulerChaos: config.schedulerChaos,
+    ...schedulerSetup(config, schedulerKind, dataDir, logger),
+    readyDetails: () => scheduling.readyDetails(),
     settings: config.settings,
     apiVersion: config.apiVersion,
     platformVersion: platformVersion(),
@@ -318,35 +256,12 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     },
   });
 
-  const stopProcesses = async (): Promise<void> => {
-    await processScheduler?.shutdown();
-    // The apps' engine containers keep running: the next controller process adopts them.
-    await dockerScheduler?.shutdown();
-    await swarmScheduler?.shutdown();
-  };
+  const { app, scheduler, processScheduler, dockerScheduler, swarmScheduler, useCases, gitServer, router, routeTable, deps } = composed;
+  const stopProcesses = (): Promise<void> => scheduling.stop();
 
-  // Leftovers of an earlier controller process that was killed go before any port is bound.
-  // The router's ports are allowed to apps once bound; nothing of an app runs before that.
-  // So are the controller's own ports (API, router, git): no app may answer on them, on any address.
-  let routerBound: (ports: number[], own?: number[]) => void = () => undefined;
-  const routerPorts = new Promise<{ router: number[]; own: number[] }>((resolvePorts) => (routerBound = (router, own = []) => resolvePorts({ router, own })));
-  const sandboxReady =
-    processScheduler?.prepare(
-      routerPorts.then((ports) => ports.router),
-      routerPorts.then((ports) => ports.own),
-    ) ?? null;
   try {
-    if (processScheduler !== null) {
-      const reaped = await processScheduler.reapOrphans();
-      if (reaped > 0) logger.warn({ reaped }, 'stopped app processes left running by an earlier controller process');
-    }
-    // Deploys that a dead controller process left half-way: stop what they started. Alone on
-    // its database (SQLite) every lease is such a leftover; sharing it, only expired ones are.
-    const { recovered } = await useCases.recoverDeploys.execute({ all: !shared });
-    if (recovered > 0) logger.warn({ recovered }, 'cleaned up deploys interrupted by an earlier controller process');
+    await scheduling.beforeServing(composed);
   } catch (error) {
-    routerBound([]);
-    await stopProcesses();
     await database.close();
     throw error;
   }
@@ -355,22 +270,6 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   const sweep = shared ? setInterval(() => void sweepDeploys(useCases, logger), config.settings.deployLeaseSeconds * 1000) : null;
   sweep?.unref();
   const eventWorkers = startEventWorkers(useCases, config.events.webhookPollMs, logger);
-  const engineScheduler = dockerScheduler ?? swarmScheduler;
-  if (engineScheduler !== null) {
-    // Containers still running from the previous controller process are adopted as they are
-    // (same spec: not restarted); then those the controller no longer records are removed.
-    try {
-      await engineScheduler.prepare();
-      const { restored } = await useCases.restoreContainers.execute();
-      const reaped = await engineScheduler.reapOrphans();
-      logger.info({ restored, reaped }, `restored the apps' containers on the ${swarmScheduler === null ? 'Docker engine' : 'swarm'}`);
-      stackProblem = await prepareEngineBuilds(builds.compiler, builds.docker, logger);
-    } catch (error) {
-      await stopProcesses();
-      await database.close();
-      throw error;
-    }
-  }
 
   // Requests and responses are born with Express's prototypes: see httpServerOptions.
   // Keep-alive connections must not outlive the load balancer's idea of them (API_KEEP_ALIVE_TIMEOUT_MS).
@@ -419,25 +318,16 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   }
 
   // Every port of the controller is bound before any app code runs, so no app can take one.
-  if (processScheduler !== null) {
-    try {
-      const bound = (ports: Array<number | null>): number[] => ports.filter((port): port is number => port !== null);
-      routerBound(bound([routerPort, routerTlsPort]), bound([address.port, gitPort, routerPort, routerTlsPort, localDatabasePort(config.databaseUrl)]));
-      sandbox = await (sandboxReady as Promise<SandboxStatus>);
-      if (sandbox.mode === 'on') logger.info({ sandbox: 'on' }, 'apps run sandboxed: a user of their own each, no view of the controller, no connection to this machine but the router');
-      else if (sandbox.mode === 'off') logger.warn({ sandbox: 'off' }, `${UNSAFE_SWITCH} is set: apps run UNCONFINED as the controller's user; for one trusted developer only`);
-      else logger.error({ sandbox: 'unavailable' }, sandbox.problem ?? 'the sandbox is unavailable');
-      // The apps' processes did not survive the previous controller process: start them again.
-      const { restored } = await useCases.restoreContainers.execute();
-      logger.info({ restored }, 'restored the apps\' containers');
-    } catch (error) {
-      await stopProcesses();
-      server.close();
-      await router.close(0);
-      await gitServer?.close(0);
-      await database.close();
-      throw error;
-    }
+  try {
+    const bound = (ports: Array<number | null>): number[] => ports.filter((port): port is number => port !== null);
+    await scheduling.afterPortsBound({ router: bound([routerPort, routerTlsPort]), own: bound([address.port, gitPort, routerPort, routerTlsPort, localDatabasePort(config.databaseUrl)]) });
+  } catch (error) {
+    await stopProcesses();
+    server.close();
+    await router.close(0);
+    await gitServer?.close(0);
+    await database.close();
+    throw error;
   }
 
   // Certificates follow apps and domains in the background; a new domain starts a round soon.
@@ -485,5 +375,5 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     })();
     return closing;
   };
-  return { url, port: address.port, close, scheduler, processScheduler, dockerScheduler, swarmScheduler, schedulerKind, gitPort, routerPort, routerTlsPort, sandbox };
+  return { url, port: address.port, close, scheduler, processScheduler, dockerScheduler, swarmScheduler, schedulerKind, gitPort, routerPort, routerTlsPort, sandbox: scheduling.sandboxStatus };
 }

@@ -10,6 +10,7 @@ import { call, callUntil, registerAndLogin, type Reply } from './processes/http'
 const UNAVAILABLE = 'The database is not available; try again shortly.';
 
 if (TEST_DATABASE_URL === null) {
+  if (process.env.CI === 'true') throw new Error('CI=true: the database outage test needs TEST_DATABASE_URL (a PostgreSQL server)');
   process.stdout.write('The database outage test was not run: it needs PostgreSQL; set TEST_DATABASE_URL to run it.\n');
   describe.skip('the controller while its database is unreachable (skipped: TEST_DATABASE_URL is not set)', () => {
     it('answers 503 and recovers without a restart', () => undefined);

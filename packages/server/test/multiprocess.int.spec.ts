@@ -10,6 +10,7 @@ import { buildWorkspace } from './processes/workspace-build';
 const WRITES = 50;
 
 if (TEST_DATABASE_URL === null) {
+  if (process.env.CI === 'true') throw new Error('CI=true: the two-process test needs TEST_DATABASE_URL (a PostgreSQL server)');
   process.stdout.write(
     'The two-process test was not run: it needs a PostgreSQL server; set TEST_DATABASE_URL ' +
       '(e.g. postgres://postgres@127.0.0.1:5432/postgres).\n',

@@ -35,6 +35,15 @@ export class FakeController {
       tokens: this.tokens,
       secrets: new FakeSecretBox(),
       clock: { now: () => new Date() },
+      // Real time, as the clock: nothing here moves time by hand.
+      timer: {
+        sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+        every: (ms, task) => {
+          const handle = setInterval(task, ms);
+          handle.unref();
+          return () => clearInterval(handle);
+        },
+      },
       ids: new SequentialIdGenerator({ namespace: 7 }),
       random: new SeededRandom(),
       settings: { ...DEFAULT_SETTINGS, ...settings },

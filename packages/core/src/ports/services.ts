@@ -136,6 +136,20 @@ export interface Clock {
   now(): Date;
 }
 
+/**
+ * Waits and repeats, on the same time as the Clock: the core never calls setTimeout or
+ * setInterval itself, so that its tests move time instead of waiting for it.
+ */
+export interface Timer {
+  /** Resolves once `milliseconds` have passed. */
+  sleep(milliseconds: number): Promise<void>;
+  /**
+   * Calls `task` every `milliseconds` until the returned function is called (calling it again
+   * does nothing). A repeating task never keeps the process alive by itself.
+   */
+  every(milliseconds: number, task: () => void): () => void;
+}
+
 /** New identifiers. */
 export interface IdGenerator {
   uuid(): string;

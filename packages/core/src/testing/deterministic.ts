@@ -1,11 +1,25 @@
-import type { Clock, IdGenerator, RandomSource } from '../ports/services';
+import type { Clock, IdGenerator, RandomSource, Timer } from '../ports/services';
 
 /** The instant every ManualClock and every builder starts from. */
 export const FAKE_NOW = '2026-11-21T10:00:00.000Z';
 
-/** A clock that only moves when a test moves it. */
-export class ManualClock implements Clock {
+/** A timer of a ManualClock: due at an instant, then again every `every` ms when it repeats. */
+interface ManualTimerEntry {
+  id: number;
+  due: number;
+  every: number | null;
+  task: () => void;
+}
+
+/**
+ * A clock that only moves when a test moves it, and the timers that run on it: moving it
+ * forward runs every sleep and repeating task that falls due on the way, in time order, each
+ * at its own instant (as `now()` sees it).
+ */
+export class ManualClock implements Clock, Timer {
   private current: number;
+  private timers: ManualTimerEntry[] = [];
+  private nextTimer = 1;
 
   constructor(start: Date | string = FAKE_NOW) {
     this.current = toMillis(start);
@@ -16,19 +30,57 @@ export class ManualClock implements Clock {
     return new Date(this.current);
   }
 
-  /** Moves the clock to an instant (backwards too). */
+  /** Moves the clock to an instant (backwards too; timers run only when it moves forward). */
   set(to: Date | string): void {
-    this.current = toMillis(to);
+    const target = toMillis(to);
+    if (target > this.current) this.advance(target - this.current);
+    else this.current = target;
   }
 
-  /** Moves the clock forward by `milliseconds`. */
+  /** Moves the clock forward by `milliseconds`, running the timers that fall due on the way. */
   advance(milliseconds: number): void {
-    this.current += milliseconds;
+    const target = this.current + milliseconds;
+    for (;;) {
+      const due = this.timers.filter((t) => t.due <= target).sort((a, b) => a.due - b.due || a.id - b.id)[0];
+      if (due === undefined) break;
+      this.current = Math.max(this.current, due.due);
+      if (due.every === null) this.timers = this.timers.filter((t) => t !== due);
+      else due.due += due.every;
+      due.task();
+    }
+    this.current = target;
   }
 
   /** Moves the clock forward by `seconds`. */
   advanceSeconds(seconds: number): void {
     this.advance(seconds * 1000);
+  }
+
+  /** Resolves once the clock has been moved `milliseconds` forward. */
+  sleep(milliseconds: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.schedule(milliseconds, null, resolve);
+    });
+  }
+
+  /** Calls `task` each time the clock passes another `milliseconds`, until the returned function is called. */
+  every(milliseconds: number, task: () => void): () => void {
+    if (!(milliseconds > 0)) throw new RangeError(`A repeating task needs a positive period, got ${milliseconds}`);
+    const entry = this.schedule(milliseconds, milliseconds, task);
+    return () => {
+      this.timers = this.timers.filter((t) => t !== entry);
+    };
+  }
+
+  /** How many sleeps and repeating tasks are waiting for the clock. */
+  get pendingTimers(): number {
+    return this.timers.length;
+  }
+
+  private schedule(milliseconds: number, every: number | null, task: () => void): ManualTimerEntry {
+    const entry: ManualTimerEntry = { id: this.nextTimer++, due: this.current + Math.max(0, milliseconds), every, task };
+    this.timers.push(entry);
+    return entry;
   }
 }
 

@@ -4,16 +4,16 @@ import type { App, Config, Container, LogEntry, Release } from '../model/entitie
 import type { Page, PageRequest } from '../model/pagination';
 import { assertPageExists, sliceOf } from '../model/pagination';
 import { formatLogLine } from '../model/time';
-import type { Repositories } from '../ports/repositories';
 import type { RunResult } from '../ports/services';
 import { assertValidAppId, generateAppName, isAdmin } from '../rules/apps';
 import { releaseEnvironment } from '../rules/config';
 import { FieldErrorCollector, bodyObject, optionalString, requiredString, toInteger } from '../rules/fields';
 import { loadAdministeredApp, loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
-import { containerSpec, currentReleaseWithBuild } from './deploy';
+import { currentReleaseWithBuild } from './deploy';
 import { withAppLease, type LeaseDependencies } from './leases';
 import { assertAppQuotaLocked } from './quotas';
 import { journal } from './journal';
+import { restartStopped, schedulerUnavailable } from './scheduler-failure';
 
 /** How many times a generated name is retried before giving up. */
 const NAME_ATTEMPTS = 10;
@@ -139,9 +139,8 @@ export class DeleteApp {
           stopped.push(container);
         } catch (error) {
           // The app stays, so it must keep serving: bring back what this request stopped.
-          await this.restartStopped(repos, app, [...stopped, container]);
-          const reason = error instanceof Error ? error.message : 'unknown error';
-          throw new Unavailable('SCHEDULER.FAILED', `The scheduler failed to stop ${app.id} ${container.type}.${container.num}: ${reason}`);
+          await restartStopped(this.deps.scheduler, repos, app, [...stopped, container]);
+          throw schedulerUnavailable(`stop ${app.id} ${container.type}.${container.num}`, error);
         }
       }
       await this.deps.uow.transaction(async (tx) => {
@@ -173,23 +172,6 @@ export class DeleteApp {
       await this.deps.images?.removeApp?.(deleted.id, deleted.uuid);
     } catch {
       // The app is gone; its images carry its uuid, which no new app of the same name can build from or run.
-    }
-  }
-
-  /** Best effort: starts again the containers (not one-off runs) that the scheduler no longer runs. */
-  private async restartStopped(repos: Repositories, app: App, candidates: Container[]): Promise<void> {
-    const services = candidates.filter((c) => c.type !== 'run');
-    if (services.length === 0) return;
-    try {
-      const live = await this.deps.scheduler.states(services.map((c) => c.uuid));
-      const state = await currentReleaseWithBuild(repos, app.id);
-      for (const container of services) {
-        if (live.has(container.uuid)) continue;
-        const spec = containerSpec(app, state, container.type, container.num, container.uuid);
-        await this.deps.scheduler.start({ ...spec, release: container.release });
-      }
-    } catch {
-      // The 503 stands either way; a container that could not be brought back shows in its state.
     }
   }
 }
@@ -383,8 +365,7 @@ export class RunCommand {
         outputLimitBytes: this.deps.settings.runOutputLimitBytes,
       });
     } catch (error) {
-      const reason = error instanceof Error ? error.message : 'unknown error';
-      throw new Unavailable('SCHEDULER.FAILED', `The scheduler failed to run the command: ${reason}`);
+      throw schedulerUnavailable('run the command', error);
     } finally {
       await repos.containers.delete(container.uuid);
     }

@@ -1,4 +1,4 @@
-import { NoBuild, NotFound, RequestRejected, Unavailable, ValidationFailed } from '../errors';
+import { NoBuild, NotFound, RequestRejected, ValidationFailed } from '../errors';
 import type { Container, Structure } from '../model/entities';
 import type { Page, PageRequest } from '../model/pagination';
 import { assertPageExists, sliceOf } from '../model/pagination';
@@ -11,6 +11,7 @@ import { journal } from './journal';
 import { appEtag, assertIfMatch } from '../rules/etags';
 import { carryOut, containerSpec, currentReleaseWithBuild, Rollout } from './deploy';
 import { withAppLease, type LeaseDependencies } from './leases';
+import { schedulerUnavailable } from './scheduler-failure';
 import { assertScaleQuotas, assertScaleQuotasLocked } from './quotas';
 
 /** Replaces recorded states with the scheduler's live ones where it knows them. */
@@ -143,8 +144,7 @@ export class RestartContainers {
           await this.deps.scheduler.stop(container.uuid);
           containerState = await this.deps.scheduler.start({ ...spec, release: container.release });
         } catch (error) {
-          const reason = error instanceof Error ? error.message : 'unknown error';
-          throw new Unavailable('SCHEDULER.FAILED', `The scheduler failed to restart ${app.id} ${container.type}.${container.num}: ${reason}`);
+          throw schedulerUnavailable(`restart ${app.id} ${container.type}.${container.num}`, error);
         }
         result.push({ ...container, state: containerState, updated: this.deps.clock.now() });
       }

@@ -14,6 +14,7 @@ import type {
   RandomSource,
   Scheduler,
   SecretBox,
+  Timer,
   TokenGenerator,
 } from '../ports/services';
 import type { DeployObserver } from '../ports/observers';
@@ -131,6 +132,8 @@ export interface CoreDependencies {
   tokens: TokenGenerator;
   secrets: SecretBox;
   clock: Clock;
+  /** Waits and repeats (deploy leases); on the same time as `clock`. */
+  timer: Timer;
   ids: IdGenerator;
   random: RandomSource;
   settings: Settings;

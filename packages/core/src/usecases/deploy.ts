@@ -1,4 +1,4 @@
-import { DomainError, NoBuild, NotFound, Unavailable } from '../errors';
+import { NoBuild, NotFound } from '../errors';
 import type { App, Build, Config, Container, Release, Structure } from '../model/entities';
 import type { Repositories } from '../ports/repositories';
 import type { ContainerSpec } from '../ports/services';
@@ -6,6 +6,7 @@ import { commandFor, runnableTypes } from '../rules/releases';
 import { releaseEnvironment } from '../rules/config';
 import { logEvent, type CoreDependencies } from './context';
 import { stopAll, type HeldLease } from './leases';
+import { schedulerFailure } from './scheduler-failure';
 
 /** A release with the build and config it points to. */
 export interface ReleaseState {
@@ -53,16 +54,6 @@ export function containerSpec(app: App, state: ReleaseState & { build: Build }, 
     memory: config.memory[type] ?? null,
     cpu: config.cpu[type] ?? null,
   };
-}
-
-/**
- * The core's answer when the scheduler fails: the request's own fault (kind `invalid`, e.g. an
- * image no registry has) as it is, anything else a 503 that says what failed.
- */
-export function schedulerFailure(action: string, error: unknown): DomainError {
-  if (DomainError.is(error) && error.kind === 'invalid') return error;
-  const reason = error instanceof Error && error.message ? error.message : 'unknown error';
-  return new Unavailable('SCHEDULER.FAILED', `The scheduler failed to ${action}: ${reason}`);
 }
 
 /**

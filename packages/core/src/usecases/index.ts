@@ -50,6 +50,7 @@ export * from './releases';
 export * from './quotas';
 export * from './release-phase';
 export * from './resources';
+export * from './scheduler-failure';
 export * from './sources';
 export * from './tls';
 export * from './journal';

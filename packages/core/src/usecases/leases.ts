@@ -1,11 +1,12 @@
 import { Unavailable } from '../errors';
 import type { DeployLease } from '../model/entities';
 import type { Repositories, UnitOfWork } from '../ports/repositories';
-import type { Scheduler } from '../ports/services';
+import type { RandomSource, Scheduler } from '../ports/services';
 import { logEvent, type CoreDependencies } from './context';
+import { schedulerUnavailable } from './scheduler-failure';
 
 /** The ports that serialising an app's deploys needs. */
-export type LeaseDependencies = Pick<CoreDependencies, 'uow' | 'scheduler' | 'ids' | 'clock' | 'logs' | 'settings'>;
+export type LeaseDependencies = Pick<CoreDependencies, 'uow' | 'scheduler' | 'ids' | 'clock' | 'timer' | 'random' | 'logs' | 'settings'>;
 
 /** The source of the lines written to an app's log about deploys cleaned up after their holder died. */
 const CLEANUP_LOG_SOURCE = 'svc[scheduler]';
@@ -14,7 +15,11 @@ const CLEANUP_LOG_SOURCE = 'svc[scheduler]';
 const FIRST_POLL_MS = 10;
 const LONGEST_POLL_MS = 200;
 
-const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+/** A pause of about `delay` ms, from half to one and a half times it: processes waiting together do not poll together. */
+export function jittered(delay: number, random: RandomSource): number {
+  const whole = Math.max(1, Math.round(delay));
+  return Math.floor(whole / 2) + random.int(whole);
+}
 
 /** Runs tasks of one key one after another in arrival order; tasks of different keys run side by side. */
 export class KeyedQueue {
@@ -187,7 +192,7 @@ export async function takeOver(deps: LeaseDependencies, stale: DeployLease, mine
     await repos.deploys.replace(holder, { ...claimed, expires: deps.clock.now() }).catch(() => false);
     const reason = `failed to stop the containers of an interrupted deploy: ${failures.map(describe).join('; ')}`;
     await logEvent(deps, stale.app, reason, CLEANUP_LOG_SOURCE);
-    throw new Unavailable('SCHEDULER.FAILED', `The scheduler failed to clean up an interrupted deploy of ${stale.app}.`);
+    throw schedulerUnavailable(`clean up an interrupted deploy of ${stale.app}`);
   }
   const kept = mine === null ? await repos.deploys.remove(stale.app, holder) : await repos.deploys.replace(holder, mine);
   const what = stale.version === null ? 'change' : `deploy of v${stale.version}`;
@@ -210,7 +215,7 @@ async function acquire(deps: LeaseDependencies, app: string): Promise<HeldLease>
       continue;
     }
     // Another controller process is deploying this app: wait for it, with jitter.
-    await pause(delay * (0.5 + Math.random()));
+    await deps.timer.sleep(jittered(delay, deps.random));
     delay = Math.min(delay * 2, LONGEST_POLL_MS);
   }
 }
@@ -225,15 +230,14 @@ async function acquire(deps: LeaseDependencies, app: string): Promise<HeldLease>
 export function withAppLease<T>(deps: LeaseDependencies, app: string, work: (lease: HeldLease) => Promise<T>): Promise<T> {
   return queueOf(deps.uow).run(app, async () => {
     const lease = await acquire(deps, app);
-    const heartbeat = setInterval(() => void lease.renew(), (deps.settings.deployLeaseSeconds * 1000) / 3);
-    heartbeat.unref();
+    const stopHeartbeat = deps.timer.every((deps.settings.deployLeaseSeconds * 1000) / 3, () => void lease.renew());
     let succeeded = false;
     try {
       const result = await work(lease);
       succeeded = true;
       return result;
     } finally {
-      clearInterval(heartbeat);
+      stopHeartbeat();
       // After a committed publish the row is gone already.
       if (!(succeeded && lease.publishing)) await lease.release();
     }

@@ -4,7 +4,7 @@ import { releaseEnvironment } from '../rules/config';
 import { lastLines, releasePhaseCommand, releasePhaseFailure, runTimedOut } from '../rules/releases';
 import { logEvent, type CoreDependencies } from './context';
 import type { ReleaseState } from './deploy';
-import { schedulerFailure } from './deploy';
+import { schedulerFailure } from './scheduler-failure';
 
 /** The source of the release phase's output in the app's log. */
 export const RELEASE_PHASE_LOG_SOURCE = 'svc[release]';

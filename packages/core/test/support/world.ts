@@ -53,6 +53,7 @@ export class World {
       tokens: this.tokens,
       secrets: this.secrets,
       clock: this.clock,
+      timer: this.clock,
       ids: this.ids,
       random: this.random,
       settings: this.settings,

@@ -1,0 +1,169 @@
+import 'reflect-metadata';
+import { Container } from 'inversify';
+import pino from 'pino';
+import { TOKENS, type UseCases } from '@svc/core';
+import { MemoryScheduler } from '@svc/scheduler-memory';
+import { ChaosScheduler } from '@svc/scheduler-chaos';
+import type { ProcessScheduler, SandboxStatus } from '@svc/scheduler-process';
+import { loadConfig } from '../src';
+import { SANDBOX_HINT, SchedulerStartup, boundSchedulers, schedulerModule, schedulerSetup, type ComposedSchedulers } from '../src/schedulers';
+
+const logger = pino({ level: 'silent' });
+
+describe('schedulerSetup', () => {
+  it('gives the chosen scheduler its options: the router ports containers may reach, the process timeouts and the sandbox hint', () => {
+    const config = loadConfig({ SCHEDULER: 'process', ROUTER_PORT: '8080', ROUTER_TLS_PORT: '8443', SCHEDULER_CHAOS: 'seed=3' });
+
+    const setup = schedulerSetup(config, 'process', '/data', logger);
+
+    expect(setup.scheduler).toBe('process');
+    expect(setup.docker?.hostPortsAllowed).toEqual([8080, 8443]);
+    expect(setup.processes).toEqual({
+      dataDir: '/data',
+      portRange: config.processes.portRange,
+      startTimeoutMs: config.processes.healthcheckTimeoutMs,
+      stopTimeoutMs: config.processes.stopTimeoutMs,
+      sandbox: config.processes.sandbox,
+      sandboxHint: SANDBOX_HINT,
+    });
+    expect(setup.swarm).toBe(config.swarm);
+    expect(setup.schedulerChaos).toBe(config.schedulerChaos);
+    expect(setup.schedulerChaos).not.toBeNull();
+  });
+
+  it('lets containers reach no router port that is off or picked at random', () => {
+    const config = loadConfig({ SCHEDULER: 'docker', ROUTER_PORT: '0' });
+
+    expect(schedulerSetup(config, 'docker', '/data', logger).docker?.hostPortsAllowed).toEqual([]);
+  });
+});
+
+describe('schedulerModule', () => {
+  it('binds the memory scheduler, alone, as the port when SCHEDULER=memory', () => {
+    const container = new Container({ defaultScope: 'Singleton' });
+    container.loadSync(schedulerModule({ scheduler: 'memory' }, null));
+
+    const bound = boundSchedulers(container, 'memory');
+
+    expect(bound.scheduler).toBeInstanceOf(MemoryScheduler);
+    expect(bound).toMatchObject({ processScheduler: null, dockerScheduler: null, swarmScheduler: null });
+    // The port itself drains containers out of the router's routes before stopping them.
+    expect(container.get(TOKENS.Scheduler)).not.toBe(bound.scheduler);
+  });
+
+  it('wraps the chosen scheduler in fault injection when asked', () => {
+    const container = new Container({ defaultScope: 'Singleton' });
+    container.loadSync(schedulerModule({ scheduler: 'memory', schedulerChaos: loadConfig({ SCHEDULER_CHAOS: 'seed=3' }).schedulerChaos }, null));
+
+    expect(boundSchedulers(container, 'memory').scheduler).toBeInstanceOf(ChaosScheduler);
+  });
+});
+
+/** A process scheduler that records what the start-up asks of it, in order. */
+function recordingProcessScheduler(steps: string[], sandbox: SandboxStatus): { scheduler: ProcessScheduler; ports: Promise<[number[], number[]]> } {
+  let portsSeen!: (ports: [number[], number[]]) => void;
+  const ports = new Promise<[number[], number[]]>((resolve) => (portsSeen = resolve));
+  const scheduler = {
+    prepare: (router: Promise<number[]>, own: Promise<number[]>) => {
+      steps.push('prepare sandbox');
+      return Promise.all([router, own]).then((seen) => {
+        portsSeen(seen);
+        steps.push('sandbox ready');
+        return sandbox;
+      });
+    },
+    reapOrphans: async () => {
+      steps.push('reap orphans');
+      return 2;
+    },
+    shutdown: async () => {
+      steps.push('shutdown');
+    },
+  };
+  return { scheduler: scheduler as unknown as ProcessScheduler, ports };
+}
+
+function recordingUseCases(steps: string[]): UseCases {
+  return {
+    recoverDeploys: {
+      execute: async (options: { all: boolean }) => {
+        steps.push(`recover deploys (all: ${options.all})`);
+        return { recovered: 0 };
+      },
+    },
+    restoreContainers: {
+      execute: async () => {
+        steps.push('restore containers');
+        return { restored: 1 };
+      },
+    },
+  } as unknown as UseCases;
+}
+
+function composedWith(steps: string[], processScheduler: ProcessScheduler | null): ComposedSchedulers {
+  return {
+    scheduler: new MemoryScheduler(),
+    processScheduler,
+    dockerScheduler: null,
+    swarmScheduler: null,
+    useCases: recordingUseCases(steps),
+    builds: { compiler: null, docker: null },
+  };
+}
+
+describe('SchedulerStartup', () => {
+  it('with the process scheduler: sandbox set-up begins, orphans are reaped and deploys recovered before serving; processes restart once the ports are bound', async () => {
+    const steps: string[] = [];
+    const { scheduler, ports } = recordingProcessScheduler(steps, { mode: 'on' } as SandboxStatus);
+    const startup = new SchedulerStartup({ shared: false, logger });
+
+    await startup.beforeServing(composedWith(steps, scheduler));
+    expect(steps).toEqual(['prepare sandbox', 'reap orphans', 'recover deploys (all: true)']);
+    expect(startup.sandboxStatus).toBeNull();
+
+    await startup.afterPortsBound({ router: [8080], own: [8000, 8080] });
+
+    expect(await ports).toEqual([[8080], [8000, 8080]]);
+    expect(steps).toEqual(['prepare sandbox', 'reap orphans', 'recover deploys (all: true)', 'sandbox ready', 'restore containers']);
+    expect(startup.sandboxStatus).toEqual({ mode: 'on' });
+    await startup.stop();
+    expect(steps.at(-1)).toBe('shutdown');
+  });
+
+  it('sharing the database, recovers only expired deploys; with the memory scheduler nothing else is prepared', async () => {
+    const steps: string[] = [];
+    const startup = new SchedulerStartup({ shared: true, logger });
+
+    await startup.beforeServing(composedWith(steps, null));
+    await startup.afterPortsBound({ router: [], own: [] });
+
+    expect(steps).toEqual(['recover deploys (all: false)']);
+    expect(startup.readyDetails()).toEqual({});
+  });
+
+  it('says on /readyz why apps cannot run when the sandbox is unavailable', async () => {
+    const steps: string[] = [];
+    const { scheduler } = recordingProcessScheduler(steps, { mode: 'unavailable', problem: 'no bubblewrap' } as SandboxStatus);
+    const startup = new SchedulerStartup({ shared: false, logger });
+
+    await startup.beforeServing(composedWith(steps, scheduler));
+    await startup.afterPortsBound({ router: [], own: [] });
+
+    expect(startup.readyDetails()).toMatchObject({ sandbox: 'unavailable', warning: 'no bubblewrap' });
+  });
+
+  it('stops the schedulers and rethrows when a leftover cannot be cleaned up', async () => {
+    const steps: string[] = [];
+    const { scheduler } = recordingProcessScheduler(steps, { mode: 'on' } as SandboxStatus);
+    const composed = composedWith(steps, scheduler);
+    composed.useCases.recoverDeploys.execute = async () => Promise.reject(new Error('database gone'));
+    const startup = new SchedulerStartup({ shared: false, logger });
+
+    await expect(startup.beforeServing(composed)).rejects.toThrow('database gone');
+
+    // The sandbox set-up is let go (with no ports), whenever it finishes; the processes are shut down.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(steps.slice(0, 2)).toEqual(['prepare sandbox', 'reap orphans']);
+    expect([...steps.slice(2)].sort()).toEqual(['sandbox ready', 'shutdown']);
+  });
+});

@@ -20,6 +20,7 @@ import {
   RandomTokenGenerator,
   ScryptPasswordHasher,
   SystemClock,
+  SystemTimer,
   generateSecretKey,
 } from '@svc/crypto-node';
 import { Ssh2PublicKeyParser } from '@svc/ssh-keys-ssh2';
@@ -46,6 +47,7 @@ async function main(dataDir: string): Promise<void> {
       tokens: new RandomTokenGenerator(),
       secrets: new AesGcmSecretBox(process.env.SECRET_KEY ?? generateSecretKey()),
       clock: new SystemClock(),
+      timer: new SystemTimer(),
       ids: new RandomIdGenerator(),
       random: new CryptoRandomSource(),
       settings: { ...DEFAULT_SETTINGS, platformDomain: 'apps.example.com' },

@@ -221,3 +221,12 @@ export function seedUser(seeder: SqliteSeeder, username: string): void {
   );
 }
 
+
+/** A domain of its own for each app: `<app><suffix>`. */
+export function seedDomains(seeder: SqliteSeeder, owner: string, apps: readonly string[], suffix: string): void {
+  const at = sqliteInstant(T0);
+  seeder.run(
+    'INSERT INTO "domains" ("uuid", "app", "domain", "owner", "created", "updated") VALUES (?, ?, ?, ?, ?, ?)',
+    apps.map((app) => [randomUUID(), app, `${app}${suffix}`, owner, at, at]),
+  );
+}

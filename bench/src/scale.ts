@@ -23,13 +23,14 @@ import { api } from './docker';
 import { IMAGE, WEB_COMMAND, cleanEngine, dockerControllerEnv, loginAs } from './deploy-speed';
 import { runLoad, type LoadResult } from './load';
 import { rssMiB } from './proxies';
-import { startServer, type ServerProcess } from './processes';
+import { freePort, startServer, type ServerProcess } from './processes';
 import { prepareFiles, startApp, startRouterHost } from './router';
 import { SqliteSeeder, seedDomains, seedUser } from './seed';
 
 const APPS = Number(process.env.BENCH_SCALE_APPS ?? '10000');
 const CONTAINERS = Number(process.env.BENCH_ADOPT_CONTAINERS ?? '200');
 const PER_APP = 50;
+const STEP = 10;
 const DURATION_S = Number(process.env.BENCH_DURATION ?? '5');
 /** Each app's domain is `<app>.example.org`: outside the platform domain (bench.test), so the route table looks it up among the domains. */
 const DOMAIN_SUFFIX = '.example.org';
@@ -103,7 +104,7 @@ async function benchRoutes(log: (line: string) => void): Promise<Omit<ScaleResul
 
 async function benchAdoption(root: string, dockerHost: string, log: (line: string) => void): Promise<NonNullable<ScaleResult['adoption']>> {
   const tag = `adopt-${process.pid.toString(36)}`;
-  const env = { ...dockerControllerEnv(dockerHost, tag), LOG_LEVEL: 'info', SCALE_MAX_PER_TYPE: String(PER_APP) };
+  const env = { ...dockerControllerEnv(dockerHost, tag), LOG_LEVEL: 'info', SCALE_MAX_PER_TYPE: String(PER_APP), ROUTER_PORT: String(await freePort()) };
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-adopt-'));
   const main = join(root, 'packages', 'server', 'dist', 'main.js');
   const engine = createEngine(dockerHost);
@@ -119,8 +120,12 @@ async function benchAdoption(root: string, dockerHost: string, log: (line: strin
       await api(server.url, 'POST', '/v1/apps/', token, { id: app });
       const build = await api(server.url, 'POST', `/v1/apps/${app}/builds/`, token, { image: IMAGE, procfile: { web: WEB_COMMAND } });
       if (build.status !== 201) throw new Error(`the deploy of ${app} answered ${build.status}: ${JSON.stringify(build.json)}`);
-      const scaled = await api(server.url, 'POST', `/v1/apps/${app}/scale/`, token, { web: count });
-      if (scaled.status !== 204) throw new Error(`scaling ${app} answered ${scaled.status}: ${JSON.stringify(scaled.json)}`);
+      // In steps: a scale request answers once its containers are up, and fetch gives up on an answer after 300 s.
+      for (let web = Math.min(STEP, count); ; web = Math.min(web + STEP, count)) {
+        const scaled = await api(server.url, 'POST', `/v1/apps/${app}/scale/`, token, { web });
+        if (scaled.status !== 204) throw new Error(`scaling ${app} to ${web} answered ${scaled.status}: ${JSON.stringify(scaled.json)}`);
+        if (web === count) break;
+      }
       log(`adoption: ${app} runs ${count} containers (${(await running()).length} running)`);
     }
     const before = await running();

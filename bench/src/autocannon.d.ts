@@ -22,6 +22,8 @@ declare module 'autocannon' {
       idReplacement?: boolean;
       /** The TLS server name sent (SNI) for `https:` URLs. */
       servername?: string;
+      /** Requests made in turn on each connection; setupRequest may change each one before it is sent. */
+      requests?: Array<{ setupRequest?: (request: { headers?: Record<string, string> } & Record<string, unknown>) => Record<string, unknown> }>;
     }
 
     interface Result {

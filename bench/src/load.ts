@@ -7,6 +7,8 @@ export interface RequestSpec {
   headers?: Record<string, string>;
   /** `[<id>]` in the body is replaced by a unique id per request. */
   body?: string;
+  /** Host headers sent in turn, one per request, instead of the one in `headers`. */
+  hosts?: readonly string[];
 }
 
 /** How hard and how long to send it. */
@@ -48,6 +50,8 @@ function percentile(sorted: Float64Array, p: number): number {
  */
 export function runLoad(baseUrl: string, request: RequestSpec, shape: LoadShape): Promise<LoadResult> {
   const latencies: number[] = [];
+  const hosts = request.hosts ?? [];
+  let turn = 0;
   return new Promise((resolve, reject) => {
     const instance = autocannon(
       {
@@ -60,6 +64,7 @@ export function runLoad(baseUrl: string, request: RequestSpec, shape: LoadShape)
         pipelining: 1,
         timeout: 30,
         ...(shape.servername === undefined ? {} : { servername: shape.servername }),
+        ...(hosts.length === 0 ? {} : { requests: [{ setupRequest: (req) => ({ ...req, headers: { ...req.headers, Host: hosts[turn++ % hosts.length] as string } }) }] }),
         ...(shape.amount !== undefined ? { amount: shape.amount } : { duration: shape.durationS ?? 5 }),
       },
       (error, result) => {

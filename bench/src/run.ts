@@ -7,11 +7,12 @@
  * BENCH_GROWTH_REQUESTS requests per latency measurement (default 1000),
  * BENCH_DATABASES (default `sqlite,postgres`); for quicker partial runs, BENCH_SIZES (default
  * `100,10000,100000`) and BENCH_ENDPOINTS (parts of the names of the throughput endpoints to run);
- * BENCH_SECTIONS (default `throughput,deploy-isolation,router,push`; see bench/src/deploy-isolation.ts,
- * bench/src/router.ts and bench/src/push.ts). `npm run bench -- router` or `-- push` runs that section alone.
+ * BENCH_SECTIONS (default `throughput,deploy-isolation,docker,router,push,deploy,scale`; see
+ * bench/src/deploy-isolation.ts, docker.ts, router.ts, push.ts, deploy-speed.ts and scale.ts).
+ * `npm run bench -- router` (or `push`, `deploy`, `scale`, or several) runs those sections alone.
  */
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client } from 'pg';
@@ -20,9 +21,11 @@ import { benchDeployIsolation, isolationReport, type IsolationResult } from './d
 import { runLoad, type LoadResult, type RequestSpec } from './load';
 import { describeMachine } from './machine';
 import { startServer, type ServerProcess } from './processes';
+import { benchDeploySpeed, deploySpeedReport, type DeploySpeedResult } from './deploy-speed';
 import { benchDocker, dockerReport, type DockerResult } from './docker';
 import { benchPush, pushReport, type PushResult } from './push';
 import { benchRouter, routerReport, type RouterResult } from './router';
+import { benchScale, scaleReport, type ScaleResult } from './scale';
 import { evaluate, fmt, report, table, type ConfigRow, type DatabaseResult, type GrowthRow, type Kind, type Pair, type Side, type ThroughputRow } from './report';
 import { createScratchDatabase, PostgresSeeder, SqliteSeeder, type ScratchDatabase, type Seeder } from './seed';
 
@@ -374,14 +377,17 @@ async function benchDatabase(kind: Kind, serverUrl: string | undefined): Promise
   }
 }
 
+/** The sections that can run alone: `npm run bench -- <name> [<name>...]` or BENCH=<name>[,<name>]. */
+const ALONE = ['router', 'push', 'deploy', 'scale'] as const;
+
 async function main(): Promise<void> {
-  // `npm run bench -- router` (or BENCH=router) runs the router section alone.
-  const routerOnly = process.argv.slice(2).includes('router') || process.env.BENCH === 'router';
-  const pushOnly = process.argv.slice(2).includes('push') || process.env.BENCH === 'push';
-  const wanted = routerOnly || pushOnly ? [] : (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').map((s) => s.trim());
+  const asked = [...process.argv.slice(2), ...(process.env.BENCH ?? '').split(',')].map((s) => s.trim());
+  const only = ALONE.filter((name) => asked.includes(name));
+  const sections =
+    only.length > 0 ? [...only] : (process.env.BENCH_SECTIONS ?? 'throughput,deploy-isolation,docker,router,push,deploy,scale').split(',').map((s) => s.trim());
+  const wanted = only.length > 0 ? [] : (process.env.BENCH_DATABASES ?? 'sqlite,postgres').split(',').map((s) => s.trim());
   const serverUrl = process.env.DATABASE_URL?.trim() || undefined;
   const machine = describeMachine();
-  const sections = (process.env.BENCH_SECTIONS ?? 'throughput,deploy-isolation,router,push').split(',').map((s) => s.trim());
   const kinds: Kind[] = [];
   if (wanted.includes('sqlite')) kinds.push('sqlite');
   if (wanted.includes('postgres')) {
@@ -392,34 +398,50 @@ async function main(): Promise<void> {
   if (sections.includes('throughput')) for (const kind of kinds) results.push(await benchDatabase(kind, serverUrl));
   const isolation: IsolationResult[] = [];
   if (sections.includes('deploy-isolation')) for (const kind of kinds) isolation.push(await benchDeployIsolation(kind, CONTROLLER_MAIN, serverUrl, log));
-  let text = report(machine, results, { durationS: DURATION_S, warmupS: WARMUP_S, growthRequests: GROWTH_REQUESTS, largestText: LARGEST_TEXT });
-  let router: RouterResult | null = null;
+  let text = only.length > 0 ? '' : report(machine, results, { durationS: DURATION_S, warmupS: WARMUP_S, growthRequests: GROWTH_REQUESTS, largestText: LARGEST_TEXT });
   if (isolation.length > 0) text += isolationReport(isolation);
   // The Docker scheduler's figures, when an engine is named (BENCH_DATABASES=none for them alone).
   const dockerHost = process.env.TEST_DOCKER_HOST?.trim() || process.env.DOCKER_HOST?.trim() || null;
+  const noEngine = (what: string): void => log(`no Docker engine named (TEST_DOCKER_HOST or DOCKER_HOST): ${what}`);
   let docker: DockerResult | null = null;
-  if (dockerHost !== null && !pushOnly) {
+  if (dockerHost !== null && sections.includes('docker')) {
     docker = await benchDocker(ROOT, dockerHost, log);
     text += dockerReport(docker);
   }
   const pushes: PushResult[] = [];
-  if (pushOnly || (!routerOnly && sections.includes('push'))) {
+  if (sections.includes('push')) {
     pushes.push(await benchPush(ROOT, 'process', null, log));
     if (dockerHost !== null) pushes.push(await benchPush(ROOT, 'docker', dockerHost, log));
-    else log('no Docker engine named (TEST_DOCKER_HOST or DOCKER_HOST): the push figures are the process scheduler\'s only');
+    else noEngine("the push figures are the process scheduler's only");
     text += pushReport(pushes);
   }
-  if (!pushOnly && (routerOnly || sections.includes('router'))) {
+  let router: RouterResult | null = null;
+  if (sections.includes('router')) {
     router = await benchRouter();
     text += '\n' + routerReport(router, table);
   }
+  let deploy: DeploySpeedResult | null = null;
+  if (sections.includes('deploy')) {
+    if (dockerHost === null) noEngine('the deploy speed section is left out');
+    else {
+      deploy = await benchDeploySpeed(ROOT, dockerHost, log);
+      text += deploySpeedReport(deploy);
+    }
+  }
+  let scale: ScaleResult | null = null;
+  if (sections.includes('scale')) {
+    scale = await benchScale(ROOT, dockerHost, log);
+    text += scaleReport(scale);
+  }
   if (restarts.length > 0) text += `\nServers restarted during the run:\n${restarts.map((note) => `- ${note}`).join('\n')}\n`;
+  const load = loadavg().map((value) => value.toFixed(2)).join(' ');
+  text += `\nLoad average at the end: ${load}\n`;
   process.stdout.write(text);
-  // The router section alone does not overwrite the whole run's results.
-  const resultsFile = routerOnly ? RESULTS_FILE.replace(/\.json$/, '-router.json') : pushOnly ? RESULTS_FILE.replace(/\.json$/, '-push.json') : RESULTS_FILE;
+  // A section run alone does not overwrite the whole run's results.
+  const resultsFile = only.length > 0 ? RESULTS_FILE.replace(/\.json$/, `-${only.join('-')}.json`) : RESULTS_FILE;
   await writeFile(
     resultsFile,
-    `${JSON.stringify({ date: new Date().toISOString(), machine, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, isolation, restarts, docker, router, pushes }, null, 2)}\n`,
+    `${JSON.stringify({ date: new Date().toISOString(), machine, loadAverage: load, durationS: DURATION_S, growthRequests: GROWTH_REQUESTS, results, isolation, restarts, docker, router, pushes, deploy, scale }, null, 2)}\n`,
   );
   log(`results written to ${resultsFile}`);
 }

@@ -90,6 +90,14 @@ export class SqliteSeeder implements Seeder {
   async close(): Promise<void> {
     this.db.close();
   }
+
+  /** Runs one statement once per row of values, in one transaction. */
+  run(sql: string, rows: ReadonlyArray<readonly unknown[]>): void {
+    const statement = this.db.prepare(sql);
+    this.db.transaction(() => {
+      for (const values of rows) statement.run(...values);
+    })();
+  }
 }
 
 /** Seeds a PostgreSQL database with set-returning INSERT ... SELECT statements. */
@@ -203,4 +211,22 @@ export async function createScratchDatabase(serverUrl: string): Promise<ScratchD
       }
     },
   };
+}
+
+/** A user row as registration writes it (no password that logs in): the owner of seeded apps. */
+export function seedUser(seeder: SqliteSeeder, username: string): void {
+  seeder.run(
+    'INSERT INTO "users" ("username", "email", "first_name", "last_name", "password_hash", "is_superuser", "is_staff", "is_active", "date_joined") VALUES (?, ?, \'\', \'\', \'!\', 0, 0, 1, ?)',
+    [[username, `${username}@example.com`, sqliteInstant(T0)]],
+  );
+}
+
+
+/** A domain of its own for each app: `<app><suffix>`. */
+export function seedDomains(seeder: SqliteSeeder, owner: string, apps: readonly string[], suffix: string): void {
+  const at = sqliteInstant(T0);
+  seeder.run(
+    'INSERT INTO "domains" ("uuid", "app", "domain", "owner", "created", "updated") VALUES (?, ?, ?, ?, ?, ?)',
+    apps.map((app) => [randomUUID(), app, `${app}${suffix}`, owner, at, at]),
+  );
 }

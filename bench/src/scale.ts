@@ -1,0 +1,179 @@
+/*
+ * Scale (`npm run bench -- scale`):
+ *
+ * 1. Routes: 10,000 apps (BENCH_SCALE_APPS), each with a domain of its own (`<app>.example.org`),
+ *    bulk-loaded into a controller's SQLite database (bench/src/seed.ts); the router (bench/src/router-host.ts:
+ *    RouterCluster over the controller's own route table, PlatformRouteTable, reading that
+ *    database; every app's web process is one small app process) is measured at 64
+ *    connections with every request for the same host name, then with the requests spread
+ *    over the 10,000 host names in turn. Target: spread >= 0.95 of one. The resident memory
+ *    of the router's host process (the controller's part) and of its workers is printed after each.
+ * 2. Adoption: a controller with SCHEDULER=docker runs 200 containers (BENCH_ADOPT_CONTAINERS;
+ *    apps of 50 web processes of svc-test/busybox:1), is stopped (the containers keep running)
+ *    and started again on the same data: the time from its start until it answers /healthz
+ *    (it adopts the running containers before it listens), checked against the engine (the
+ *    same container ids, none restarted) and its own log line. Target: within 10 s. Its RSS after.
+ */
+import { mkdtemp, mkdir, rm } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LABELS, createEngine } from '@svc/scheduler-docker';
+import { createDatabase } from '@svc/persistence-typeorm';
+import { api } from './docker';
+import { IMAGE, WEB_COMMAND, cleanEngine, dockerControllerEnv, loginAs } from './deploy-speed';
+import { runLoad, type LoadResult } from './load';
+import { rssMiB } from './proxies';
+import { freePort, startServer, type ServerProcess } from './processes';
+import { prepareFiles, startApp, startRouterHost } from './router';
+import { SqliteSeeder, seedDomains, seedUser } from './seed';
+
+const APPS = Number(process.env.BENCH_SCALE_APPS ?? '10000');
+const CONTAINERS = Number(process.env.BENCH_ADOPT_CONTAINERS ?? '200');
+const PER_APP = 50;
+const STEP = 10;
+const DURATION_S = Number(process.env.BENCH_DURATION ?? '5');
+/** Each app's domain is `<app>.example.org`: outside the platform domain (bench.test), so the route table looks it up among the domains. */
+const DOMAIN_SUFFIX = '.example.org';
+
+/** Router figures with one host name or many. */
+export interface RoutesFigure {
+  hosts: number;
+  load: LoadResult;
+  hostRssMiB: number;
+  workersRssMiB: number[];
+}
+
+/** What the scale section measured. */
+export interface ScaleResult {
+  apps: number;
+  workers: number;
+  one: RoutesFigure;
+  spread: RoutesFigure;
+  /** spread / one throughput: the target is at least 0.95. */
+  ratio: number;
+  adoption: { containers: number; restartMs: number; restored: number | null; sameContainers: boolean; rssMiB: number } | null;
+}
+
+/** The `restored` count of the controller's log line about its containers, or null when absent. */
+export function restoredCount(output: string): number | null {
+  const match = /"restored":(\d+)[^\n]*restored the apps' containers/.exec(output);
+  return match ? Number(match[1]) : null;
+}
+
+async function benchRoutes(log: (line: string) => void): Promise<Omit<ScaleResult, 'adoption'>> {
+  const workers = process.env.ROUTER_WORKERS === undefined || process.env.ROUTER_WORKERS === 'auto' ? availableParallelism() : Number(process.env.ROUTER_WORKERS);
+  const dir = await mkdtemp(join(tmpdir(), 'svc-bench-scale-'));
+  const dataDir = join(dir, 'data');
+  await mkdir(dataDir, { recursive: true });
+  const ids = Array.from({ length: APPS }, (_, i) => `scale-${String(i + 1).padStart(5, '0')}`);
+  const migrator = await createDatabase({ dataDir });
+  await migrator.migrate();
+  await migrator.close();
+  const seeder = new SqliteSeeder(join(dataDir, 'controller.sqlite'));
+  seedUser(seeder, 'scale');
+  await seeder.addApps('scale', ids);
+  seedDomains(seeder, 'scale', ids, DOMAIN_SUFFIX);
+  await seeder.close();
+  log(`scale: ${APPS} apps with a domain each`);
+  const hosts = ids.map((id) => `${id}${DOMAIN_SUFFIX}`);
+  const { cert, key } = await prepareFiles(dir, hosts[0] as string);
+  const app = await startApp(dir);
+  const router = await startRouterHost({ ROUTER_WORKERS: String(workers), APP_PORT: String(app.port), CERT: cert, KEY: key, DATA_DIR: dataDir });
+  try {
+    const url = `http://127.0.0.1:${router.port}`;
+    const figure = async (over: string[]): Promise<RoutesFigure> => {
+      const request = { method: 'GET' as const, path: '/', hosts: over };
+      // Warm-up: the JIT, and every host name's route asked for once.
+      await runLoad(url, request, { connections: 16, durationS: 2 });
+      const load = await runLoad(url, request, { connections: 64, durationS: DURATION_S });
+      if (load.failed > 0) log(`scale: ${load.failed} failed requests over ${over.length} host names`);
+      const [host, ...workerPids] = await router.pids();
+      return { hosts: over.length, load, hostRssMiB: rssMiB(host ?? -1), workersRssMiB: workerPids.map(rssMiB) };
+    };
+    const one = await figure(hosts.slice(0, 1));
+    log(`scale: one host name ${Math.round(one.load.rps)} requests/s`);
+    const spread = await figure(hosts);
+    log(`scale: ${hosts.length} host names ${Math.round(spread.load.rps)} requests/s (${spread.load.failed} failed)`);
+    return { apps: APPS, workers, one, spread, ratio: spread.load.rps / one.load.rps };
+  } finally {
+    await router.stop();
+    await app.stop();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+async function benchAdoption(root: string, dockerHost: string, log: (line: string) => void): Promise<NonNullable<ScaleResult['adoption']>> {
+  const tag = `adopt-${process.pid.toString(36)}`;
+  const env = { ...dockerControllerEnv(dockerHost, tag), LOG_LEVEL: 'info', SCALE_MAX_PER_TYPE: String(PER_APP), ROUTER_PORT: String(await freePort()) };
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-adopt-'));
+  const main = join(root, 'packages', 'server', 'dist', 'main.js');
+  const engine = createEngine(dockerHost);
+  const running = async (): Promise<string[]> =>
+    (await engine.listContainers({ filters: { label: [`${LABELS.instance}=${tag}`], status: ['running'] } })).map((c: { Id: string }) => c.Id).sort();
+  let server: ServerProcess | null = null;
+  try {
+    server = await startServer('controller (docker)', main, { ...env, DATA_DIR: dataDir });
+    const token = await loginAs(server.url, 'adoptbench');
+    for (let n = 0; n * PER_APP < CONTAINERS; n++) {
+      const app = `adopt-${n + 1}`;
+      const count = Math.min(PER_APP, CONTAINERS - n * PER_APP);
+      await api(server.url, 'POST', '/v1/apps/', token, { id: app });
+      const build = await api(server.url, 'POST', `/v1/apps/${app}/builds/`, token, { image: IMAGE, procfile: { web: WEB_COMMAND } });
+      if (build.status !== 201) throw new Error(`the deploy of ${app} answered ${build.status}: ${JSON.stringify(build.json)}`);
+      // In steps: a scale request answers once its containers are up, and fetch gives up on an answer after 300 s.
+      for (let web = Math.min(STEP, count); ; web = Math.min(web + STEP, count)) {
+        const scaled = await api(server.url, 'POST', `/v1/apps/${app}/scale/`, token, { web });
+        if (scaled.status !== 204) throw new Error(`scaling ${app} to ${web} answered ${scaled.status}: ${JSON.stringify(scaled.json)}`);
+        if (web === count) break;
+      }
+      log(`adoption: ${app} runs ${count} containers (${(await running()).length} running)`);
+    }
+    const before = await running();
+    if (before.length !== CONTAINERS) throw new Error(`${before.length} containers run, not ${CONTAINERS}`);
+    await server.stop();
+    server = null;
+    log(`adoption: controller stopped, ${(await running()).length} containers still running; starting it again`);
+    const began = performance.now();
+    server = await startServer('controller (docker, restarted)', main, { ...env, DATA_DIR: dataDir });
+    const restartMs = performance.now() - began;
+    const after = await running();
+    const restored = restoredCount(server.postMortem());
+    return { containers: CONTAINERS, restartMs, restored, sameContainers: after.join() === before.join(), rssMiB: server.memory().rssMiB };
+  } catch (error) {
+    if (server !== null) log(`adoption failed; the controller: ${server.postMortem()}`);
+    throw error;
+  } finally {
+    await server?.stop();
+    await cleanEngine(dockerHost, env);
+    await rm(dataDir, { recursive: true, force: true });
+  }
+}
+
+/** Runs the section; adoption only with a Docker engine named. */
+export async function benchScale(root: string, dockerHost: string | null, log: (line: string) => void): Promise<ScaleResult> {
+  const routes = await benchRoutes(log);
+  if (dockerHost === null) log('no Docker engine named (TEST_DOCKER_HOST or DOCKER_HOST): adoption is left out');
+  return { ...routes, adoption: dockerHost === null ? null : await benchAdoption(root, dockerHost, log) };
+}
+
+const mib = (value: number): string => (Number.isFinite(value) ? value.toFixed(0) : '-');
+
+/** The figures as lines of the report. */
+export function scaleReport(result: ScaleResult): string {
+  const line = (figure: RoutesFigure): string =>
+    `  ${String(figure.hosts).padStart(6)} host name(s): ${figure.load.rps.toFixed(0).padStart(6)} requests/s, ${figure.load.failed} failed; ` +
+    `RSS MiB: router host (controller side) ${mib(figure.hostRssMiB)}, workers ${figure.workersRssMiB.map(mib).join(' + ')}`;
+  const lines = ['', `Scale: the router (${result.workers} workers) with ${result.apps} routed apps (a domain each), 64 connections, plain:`, '', line(result.one), line(result.spread)];
+  lines.push(`  spread / one: ${result.ratio.toFixed(2)}  [target >= 0.95: ${result.ratio >= 0.95 ? 'yes' : 'NO'}]`, '');
+  const a = result.adoption;
+  if (a !== null) {
+    const holds = a.restartMs <= 10_000 && a.sameContainers;
+    lines.push(
+      `Adoption: controller restart with ${a.containers} running containers until it answers: ${(a.restartMs / 1000).toFixed(2)} s; ` +
+        `restored ${a.restored ?? '?'}, same containers running: ${a.sameContainers ? 'yes' : 'no'}; controller RSS after ${mib(a.rssMiB)} MiB  ` +
+        `[target <= 10 s, every container adopted: ${holds ? 'yes' : 'NO'}]`,
+      '',
+    );
+  }
+  return lines.join('\n');
+}

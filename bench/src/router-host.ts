@@ -16,14 +16,7 @@
 import { readFileSync } from 'node:fs';
 import { createDatabase } from '@svc/persistence-typeorm';
 import { RouterCluster, type ResolvedRoute, type RouteTable } from '@svc/router-http';
-
-/**
- * The controller's route table (packages/server/src/routing.ts), which @svc/server does not
- * export: loaded from its compiled file, typed here with what this file uses of it.
- */
-type PlatformRouteTableClass = new (uow: unknown, platformDomain: string, processes: { endpoints(app: string, type: string): Array<{ host: string; port: number }> }) => RouteTable;
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { PlatformRouteTable } = require('@svc/server/dist/routing') as { PlatformRouteTable: PlatformRouteTableClass };
+import { PlatformRouteTable } from '@svc/server';
 
 /** What the parent may ask. */
 export type HostRequest = { t: 'targets'; ports: number[] } | { t: 'pids' };

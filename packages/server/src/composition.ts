@@ -35,6 +35,7 @@ import type { DockerSettings, ImageBuildSettings, SchedulerKind, SwarmSettings }
 import { DrainingScheduler, LeavingContainers, PlatformRouteTable, StoredCertificates, StoredChallenges } from './routing';
 import { buildsModule, type BuildpackSetup, type CompilerKind, type DockerCompileSetup } from './compose-builds';
 import type { EventPorts } from './events';
+import { boundBuildSlots, persistenceModule, type DatabaseHandle } from './persistence';
 
 /** Any use case class: constructed from the core's dependencies. */
 type UseCaseClass = new (deps: CoreDependencies) => object;
@@ -53,11 +54,7 @@ export const SERVER_TOKENS = Object.freeze({
   LeavingContainers: Symbol.for('svc.LeavingContainers'),
 });
 
-/** The database as the composition root sees it. */
-export interface DatabaseHandle {
-  uow: UnitOfWork;
-  ping(): Promise<boolean>;
-}
+export type { DatabaseHandle };
 
 /** What the composition root needs to know, already validated. */
 export interface CompositionOptions {
@@ -201,11 +198,6 @@ function engineOptions(ctx: ResolutionContext, docker: DockerSchedulerSetup, reg
   };
 }
 
-const persistenceModule = (database: DatabaseHandle) =>
-  new ContainerModule(({ bind }) => {
-    bind<UnitOfWork>(TOKENS.UnitOfWork).toConstantValue(database.uow);
-  });
-
 const cryptoModule = (secretKey: string) =>
   new ContainerModule(({ bind }) => {
     bind(TOKENS.PasswordHasher).toDynamicValue(() => new ScryptPasswordHasher());
@@ -337,6 +329,7 @@ const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined, 
       images: ctx.get<ImageBuilder | null>(TOKENS.ImageBuilder),
       compiler: ctx.get<SourceCompiler | null>(TOKENS.SourceCompiler),
       buildpacks: ctx.get<BuildpackCatalog | null>(TOKENS.BuildpackCatalog),
+      buildSlots: boundBuildSlots(ctx),
       deployObserver: metrics,
       tls,
       acme,

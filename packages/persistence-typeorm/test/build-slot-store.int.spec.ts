@@ -5,6 +5,9 @@ import { describeBuildSlotStoreContract } from '@svc/core/testing';
 import { createDatabase } from '../src';
 import { TEST_DATABASE_URL, createScratchDatabase } from './support/postgres';
 
+// Each test opens a database (PostgreSQL: a scratch one), which takes seconds on a busy machine.
+jest.setTimeout(60_000);
+
 describeBuildSlotStoreContract('TypeOrmBuildSlotStore [sqlite]', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'svc-build-slots-'));
   const database = await createDatabase({ dataDir: dir });

@@ -5,13 +5,14 @@
  * remapping every build's root is the same host user: a per-user limit (ulimit nproc)
  * would count all builds together, and one tenant's fork bomb would starve the others.
  *
- * The cgroups are made and removed on the engine's machine, so the controller runs there
- * as root, and the engine uses the `cgroupfs` cgroup driver (with the `systemd` driver a
- * parent is a systemd slice, whose limits only systemd sets).
+ * The cgroups are made and removed on the engine's machine: here by the controller itself
+ * when it runs there as root, otherwise by a helper container (build-cgroups-engine.ts). The
+ * engine must use the `cgroupfs` cgroup driver (with the `systemd` driver a parent is a
+ * systemd slice, whose limits only systemd sets).
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, readFile, readdir, rmdir, writeFile } from 'node:fs/promises';
+import { constants, existsSync } from 'node:fs';
+import { access, mkdir, readFile, readdir, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** Where the kernel's control groups are mounted. */
@@ -80,6 +81,17 @@ export interface BuildCgroup {
 }
 
 const errnoOf = (error: unknown): string | undefined => (error as NodeJS.ErrnoException | null)?.code;
+
+/** Whether this process may make cgroups under `root` itself (root, with the host's cgroups mounted writable). */
+export async function cgroupsWritable(root: string = CGROUP_ROOT): Promise<boolean> {
+  const directory = cgroupVersionAt(root) === 2 ? root : join(root, 'pids');
+  try {
+    await access(directory, constants.W_OK);
+    return process.getuid?.() === 0;
+  } catch {
+    return false;
+  }
+}
 
 /** Makes and removes the build cgroups under one root. */
 export class BuildCgroups {

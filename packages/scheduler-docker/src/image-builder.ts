@@ -11,7 +11,8 @@ import { CONTROL, buildErrorMessage, limitedOutput } from './build-output';
 import type { RegistryLogin } from './registry-login';
 import { PUSHED_TAG, pushBuild } from './registry-push';
 import { assertBuildReferences, assertEngineConfinesBuilds, assertEngineTakesBuildCgroups } from './build-checks';
-import { BUILD_CGROUP_PARENT, BuildCgroups, CGROUP_ROOT, type BuildCgroup } from './build-cgroups';
+import { BUILD_CGROUP_PARENT, BuildCgroups, CGROUP_ROOT, cgroupsWritable, type BuildCgroup } from './build-cgroups';
+import { EngineBuildCgroups } from './build-cgroups-engine';
 import { APP_UUID_LABEL } from './image-references';
 import { labelStages } from './dockerfile-references';
 
@@ -64,6 +65,12 @@ export interface DockerImageBuilderOptions {
   cgroupParent?: string;
   /** Where the engine's machine mounts its cgroups; default `/sys/fs/cgroup`. */
   cgroupRoot?: string;
+  /**
+   * Who makes a build's cgroup: `local`, this process (root on the engine's machine);
+   * `engine`, a helper container of `stackImage` on the engine; `auto` (default): this
+   * process when it can write the cgroups and the engine is on a local socket, else the engine.
+   */
+  cgroupMaker?: 'auto' | 'local' | 'engine';
   /** CPUs each build step may use (CFS quota); default 1. */
   cpus?: number;
   /** Refuse Dockerfile builds on an engine without user-namespace remapping or rootless mode; default true. */
@@ -139,8 +146,8 @@ const statusOf = (error: unknown): number | undefined =>
  * choice and a time limit; a failed build leaves no image behind.
  */
 export class DockerImageBuilder implements ImageBuilder {
-  private readonly options: Required<Omit<DockerImageBuilderOptions, 'registry' | 'registryLogin' | 'registryAllow' | 'cgroupParent' | 'cgroupRoot'>>;
-  private readonly cgroups: BuildCgroups;
+  private readonly options: Required<Omit<DockerImageBuilderOptions, 'registry' | 'registryLogin' | 'registryAllow' | 'cgroupParent' | 'cgroupRoot' | 'cgroupMaker'>>;
+  private readonly cgroups: { local: BuildCgroups; engine: EngineBuildCgroups; root: string; maker: 'auto' | 'local' | 'engine' };
   private readonly allowedRegistries: readonly string[];
   private readonly registry: string | null;
   private readonly login: RegistryLogin | null;
@@ -165,7 +172,14 @@ export class DockerImageBuilder implements ImageBuilder {
       cpus: options.cpus ?? 1,
       requireUserNamespaces: options.requireUserNamespaces ?? true,
     };
-    this.cgroups = new BuildCgroups(options.cgroupRoot ?? CGROUP_ROOT, options.cgroupParent ?? BUILD_CGROUP_PARENT);
+    const root = options.cgroupRoot ?? CGROUP_ROOT;
+    const parent = options.cgroupParent ?? BUILD_CGROUP_PARENT;
+    this.cgroups = {
+      local: new BuildCgroups(root, parent),
+      engine: new EngineBuildCgroups(docker, options.stackImage, parent),
+      root,
+      maker: options.cgroupMaker ?? 'auto',
+    };
     this.registry = options.registry?.replace(/\/+$/, '') || null;
     this.allowedRegistries = [...(options.registryAllow ?? []), ...(this.registry === null ? [] : [this.registry])];
     this.login = this.registry !== null && options.registryLogin ? { registry: this.registry, ...options.registryLogin } : null;
@@ -309,15 +323,19 @@ export class DockerImageBuilder implements ImageBuilder {
   }
 
   /**
-   * Makes the cgroup of one Dockerfile build.
-   * @throws RequestRejected `BUILD.FAILED` when the controller cannot make it (it runs as root on the engine's machine).
+   * Makes the cgroup of one Dockerfile build, itself or through the engine.
+   * @throws RequestRejected `BUILD.FAILED` when it cannot be made.
    */
   private async buildCgroup(): Promise<BuildCgroup> {
     const { pidsLimit: pids, memoryBytes, cpus } = this.options;
+    const { maker, root } = this.cgroups;
+    // An engine on a local socket runs on this machine; one over TCP may not.
+    const onSocket = typeof (this.docker.modem as { socketPath?: unknown }).socketPath === 'string';
+    const local = maker === 'local' || (maker === 'auto' && onSocket && (await cgroupsWritable(root)));
     try {
-      return await this.cgroups.create({ pids, memoryBytes, cpus });
+      return await (local ? this.cgroups.local : this.cgroups.engine).create({ pids, memoryBytes, cpus });
     } catch (error) {
-      throw buildFailed(`Dockerfile builds are refused: the controller could not make the build's cgroup (it must run as root on the engine's machine): ${messageOf(error)}`);
+      throw buildFailed(`Dockerfile builds are refused: the build's own cgroup could not be made: ${messageOf(error)}`);
     }
   }
 

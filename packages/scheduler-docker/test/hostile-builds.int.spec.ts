@@ -157,6 +157,17 @@ describeWithEngine('hostile Dockerfile builds against a real engine', (engine) =
     expect(await cgroups.present()).toEqual([]);
   }, 180_000);
 
+  it('with the cgroup made through the engine (a controller that cannot write the host\'s cgroups), holds the same limit and leaves no cgroup', async () => {
+    const throughEngine = new DockerImageBuilder(engine(), { stackImage: BUSYBOX_IMAGE, timeoutMs: 120_000, pidsLimit: 64, cgroupParent, cgroupMaker: 'engine' });
+    const lines: string[] = [];
+    const directory = await checkout('count-engine', { Dockerfile: `FROM ${BUSYBOX_IMAGE}\nRUN n=0; while [ $n -lt 200 ]; do sleep 60 & n=$((n+1)); echo started=$n; done\n` });
+    await throughEngine.build({ app: thief, appUuid: `uuid-${thief}`, directory, kind: 'dockerfile' }, (line) => lines.push(line)).catch(() => undefined);
+    const count = Math.max(0, ...lines.map((line) => Number(/^started=(\d+)$/.exec(line)?.[1] ?? 0)));
+    expect(count).toBeLessThanOrEqual(63);
+    expect(count).toBeGreaterThanOrEqual(56);
+    expect(await cgroups.present()).toEqual([]);
+  }, 180_000);
+
   it('a fork bomb in one tenant\'s build, held until its own timeout, leaves another tenant\'s build running at the same time to succeed', async () => {
     const bomber = new DockerImageBuilder(engine(), { stackImage: BUSYBOX_IMAGE, timeoutMs: 20_000, pidsLimit: 64, cgroupParent });
     const bombing = bomber.build(

@@ -10,6 +10,7 @@ export * from './model/tls';
 export * from './ports/repositories';
 export * from './ports/services';
 export * from './ports/builds';
+export * from './ports/build-slots';
 export * from './ports/observers';
 export * from './ports/acme';
 export * from './ports/events';

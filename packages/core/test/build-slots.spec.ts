@@ -1,5 +1,5 @@
-import { BuildSlots, TooMany, type ImageBuildRequest } from '@svc/core';
-import { FakeImageBuilder, fakeFingerprint, fakePublicKey } from '@svc/core/testing';
+import { BuildSlots, InMemoryBuildSlotStore, TooMany, type ImageBuildRequest } from '@svc/core';
+import { FakeImageBuilder, ManualClock, SequentialIdGenerator, describeBuildSlotStoreContract, fakeFingerprint, fakePublicKey } from '@svc/core/testing';
 import { World, rejectionOf } from './support/world';
 
 /** A builder whose builds wait until the test lets them finish. */
@@ -18,18 +18,50 @@ const until = async (check: () => boolean): Promise<void> => {
 };
 
 describe('BuildSlots', () => {
-  it('holds at most the limit per user, gives a slot back once, and counts users apart', () => {
-    const slots = new BuildSlots();
-    const first = slots.take('alice', 2);
-    slots.take('alice', 2);
-    expect(() => slots.take('alice', 2)).toThrow(TooMany);
-    slots.take('bob', 2);
-    first();
-    first();
-    expect(slots.of('alice')).toBe(1);
-    expect(() => slots.take('alice', 2)).not.toThrow();
+  const slotsOf = (store = new InMemoryBuildSlotStore(), clock = new ManualClock()) => ({ store, clock, slots: new BuildSlots(store, clock, new SequentialIdGenerator(), { ttlMs: 30_000 }) });
+
+  it('holds at most the limit per user, gives a slot back once, and counts users apart', async () => {
+    const { store, slots } = slotsOf();
+    const first = await slots.take('alice', 2);
+    await slots.take('alice', 2);
+    await expect(slots.take('alice', 2)).rejects.toThrow(TooMany);
+    await slots.take('bob', 2);
+    await first();
+    await first();
+    expect(store.of('alice')).toBe(1);
+    await expect(slots.take('alice', 2)).resolves.toBeInstanceOf(Function);
+  });
+
+  it('takes over the slots of a build whose controller stopped renewing them', async () => {
+    const { clock, slots } = slotsOf();
+    await slots.take('alice', 1);
+    await expect(slots.take('alice', 1)).rejects.toThrow(/already run 1 builds/);
+    // Nothing renews it (the timer is not reached): past its expiry, the slot no longer counts.
+    clock.advance(30_001);
+    await expect(slots.take('alice', 1)).resolves.toBeInstanceOf(Function);
+  });
+
+  it('renews a held slot while its build runs', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
+    try {
+      const { store, clock, slots } = slotsOf();
+      const release = await slots.take('alice', 1);
+      for (let i = 0; i < 6; i += 1) {
+        clock.advance(10_000);
+        jest.advanceTimersByTime(10_000);
+        await Promise.resolve();
+      }
+      // A minute on, the slot held by the running build still counts.
+      await expect(slots.take('alice', 1)).rejects.toThrow(TooMany);
+      await release();
+      expect(store.of('alice')).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });
+
+describeBuildSlotStoreContract('InMemoryBuildSlotStore', async () => ({ store: new InMemoryBuildSlotStore() }));
 
 describe('DeploySource: builds at once per user', () => {
   it('refuses the third of three builds sent together with a quota of 2 (429, BUILD.TOO_MANY), and takes one again when a build ends', async () => {

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
-import type { IdempotencyStore, LogStore, TlsStore, UnitOfWork } from '@svc/core';
+import type { BuildSlotStore, IdempotencyStore, LogStore, TlsStore, UnitOfWork } from '@svc/core';
 import { TypeOrmIdempotencyStore } from './idempotency-store';
+import { TypeOrmBuildSlotStore } from './build-slot-store';
 import { DatabaseJournalSignal, type JournalSignalOptions } from './journal-signal';
 import type { Dialect } from './dialect';
 import { PostgresEngine, SqliteEngine, type ManagedEngine, type PoolStats } from './engines';
@@ -45,6 +46,8 @@ export interface Database {
   createTlsStore(): TlsStore;
   /** Requests made with an Idempotency-Key, shared by every process that uses this database. */
   createIdempotencyStore(): IdempotencyStore;
+  /** The running builds' slots (`QUOTA_BUILDS_PER_USER`), shared by every process that uses this database. */
+  createBuildSlotStore(): BuildSlotStore;
   /** Tells followers of the audit journal when any process that uses this database appended to it. */
   createJournalSignal(options?: Partial<JournalSignalOptions>): DatabaseJournalSignal;
   /** A LogStore in this database, shared by every process that uses it. */
@@ -149,6 +152,9 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     },
     createIdempotencyStore() {
       return new TypeOrmIdempotencyStore(session);
+    },
+    createBuildSlotStore() {
+      return new TypeOrmBuildSlotStore(session);
     },
     createJournalSignal(signalOptions = {}) {
       const postgres = engine.dialect === 'postgres';

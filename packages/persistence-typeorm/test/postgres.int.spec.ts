@@ -38,6 +38,7 @@ const TABLES = [
   'webhooks',
   'webhook_deliveries',
   'idempotency_keys',
+  'build_slots',
 ];
 
 async function seedUserAndApps(repos: Repositories, ...ids: string[]): Promise<App[]> {
@@ -188,6 +189,7 @@ if (baseUrl === undefined || baseUrl === '') {
         expect(result.rows.map((r) => r.name)).toEqual(
           [
             'ix_apps_owner_id',
+            'ix_build_slots_username',
             'ix_builds_app_created',
             'ix_certificates_owner_common_name',
             'ix_configs_app',
@@ -254,6 +256,7 @@ if (baseUrl === undefined || baseUrl === '') {
         const recorded = await admin.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name');
 
         expect(recorded.rows).toEqual([
+          { name: 'BuildSlots1795820400000' },
           { name: 'BuildWorkdir1763884800000' },
           { name: 'DeployLeases1764072000000' },
           { name: 'Events1795734000000' },
@@ -272,7 +275,7 @@ if (baseUrl === undefined || baseUrl === '') {
         await Promise.all([first.migrate(), second.migrate(), db.migrate()]);
 
         // Each migration once: as many rows as the migration set has (the list above).
-        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(8);
+        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(9);
       });
 
       it('ListCounts counts the rows already there when applied, and again after a TRUNCATE', async () => {

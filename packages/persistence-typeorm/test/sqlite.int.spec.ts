@@ -115,6 +115,7 @@ describe('SQLite persistence', () => {
             'app_tls',
             'app_totals',
             'apps',
+            'build_slots',
             'builds',
             'certificates',
             'configs',
@@ -137,6 +138,7 @@ describe('SQLite persistence', () => {
             'webhook_deliveries',
             'webhooks',
             'ix_apps_owner_id',
+            'ix_build_slots_username',
             'ix_builds_app_created',
             'ix_certificates_owner_common_name',
             'ix_configs_app',
@@ -257,6 +259,7 @@ describe('SQLite persistence', () => {
       const raw = new BetterSqlite3(join(root, `data-${opened}`, SQLITE_FILE_NAME), { readonly: true });
       try {
         expect(raw.prepare('SELECT name FROM schema_migrations ORDER BY name').pluck().all()).toEqual([
+          'BuildSlots1795820400000',
           'BuildWorkdir1763884800000',
           'DeployLeases1764072000000',
           'Events1795734000000',

@@ -35,6 +35,28 @@ export function engineConfinesBuilds(docker: Docker): Promise<boolean> {
   return known;
 }
 
+/** What the operator reads when the engine's cgroup driver leaves no cgroup to a build. */
+export const SYSTEMD_CGROUP_DRIVER =
+  'Dockerfile builds are refused: the Docker engine uses the systemd cgroup driver, so a build cannot be given its own process limit. Start dockerd with --exec-opt native.cgroupdriver=cgroupfs.';
+
+const drivers = new WeakMap<Docker, Promise<string>>();
+
+/** The engine's cgroup driver (`cgroupfs`, `systemd`); asked once per engine client. */
+export function engineCgroupDriver(docker: Docker): Promise<string> {
+  let known = drivers.get(docker);
+  if (known === undefined) {
+    known = docker.info().then((info: { CgroupDriver?: string }) => info.CgroupDriver ?? 'cgroupfs');
+    known.catch(() => drivers.delete(docker));
+    drivers.set(docker, known);
+  }
+  return known;
+}
+
+/** @throws RequestRejected `BUILD.FAILED` when the engine's builds cannot be put in a cgroup of the platform's. */
+export async function assertEngineTakesBuildCgroups(docker: Docker): Promise<void> {
+  if ((await engineCgroupDriver(docker)) === 'systemd') throw buildFailed(SYSTEMD_CGROUP_DRIVER);
+}
+
 /** @throws RequestRejected `BUILD.FAILED` when the engine runs build steps as the host's root. */
 export async function assertEngineConfinesBuilds(docker: Docker): Promise<void> {
   if (!(await engineConfinesBuilds(docker))) throw buildFailed(UNCONFINED_ENGINE);

@@ -10,7 +10,9 @@ import { LABELS } from './engine';
 import { CONTROL, buildErrorMessage, limitedOutput } from './build-output';
 import type { RegistryLogin } from './registry-login';
 import { PUSHED_TAG, pushBuild } from './registry-push';
-import { assertBuildReferences, assertEngineConfinesBuilds } from './build-checks';
+import { assertBuildReferences, assertEngineConfinesBuilds, assertEngineTakesBuildCgroups } from './build-checks';
+import { BUILD_CGROUP_PARENT, BuildCgroups, CGROUP_ROOT, cgroupsWritable, type BuildCgroup } from './build-cgroups';
+import { EngineBuildCgroups } from './build-cgroups-engine';
 import { APP_UUID_LABEL } from './image-references';
 import { labelStages } from './dockerfile-references';
 
@@ -54,8 +56,21 @@ export interface DockerImageBuilderOptions {
   registryAllow?: readonly string[];
   /** The largest image a build may make, in bytes (`BUILD_IMAGE_LIMIT_MB`); default 2 GiB. */
   imageLimitBytes?: number;
-  /** Most processes of the build steps' user at once (ulimit nproc; a fork bomb stops there); default 512. */
+  /**
+   * Most processes of one Dockerfile build at once, all its steps together (`pids.max` of the
+   * build's own cgroup; a fork bomb stops there); default 512.
+   */
   pidsLimit?: number;
+  /** The cgroup every Dockerfile build's cgroup is made under (`/<parent>/build-<hex>`); default `svc-builds`. */
+  cgroupParent?: string;
+  /** Where the engine's machine mounts its cgroups; default `/sys/fs/cgroup`. */
+  cgroupRoot?: string;
+  /**
+   * Who makes a build's cgroup: `local`, this process (root on the engine's machine);
+   * `engine`, a helper container of `stackImage` on the engine; `auto` (default): this
+   * process when it can write the cgroups and the engine is on a local socket, else the engine.
+   */
+  cgroupMaker?: 'auto' | 'local' | 'engine';
   /** CPUs each build step may use (CFS quota); default 1. */
   cpus?: number;
   /** Refuse Dockerfile builds on an engine without user-namespace remapping or rootless mode; default true. */
@@ -131,7 +146,8 @@ const statusOf = (error: unknown): number | undefined =>
  * choice and a time limit; a failed build leaves no image behind.
  */
 export class DockerImageBuilder implements ImageBuilder {
-  private readonly options: Required<Omit<DockerImageBuilderOptions, 'registry' | 'registryLogin' | 'registryAllow'>>;
+  private readonly options: Required<Omit<DockerImageBuilderOptions, 'registry' | 'registryLogin' | 'registryAllow' | 'cgroupParent' | 'cgroupRoot' | 'cgroupMaker'>>;
+  private readonly cgroups: { local: BuildCgroups; engine: EngineBuildCgroups; root: string; maker: 'auto' | 'local' | 'engine' };
   private readonly allowedRegistries: readonly string[];
   private readonly registry: string | null;
   private readonly login: RegistryLogin | null;
@@ -156,6 +172,14 @@ export class DockerImageBuilder implements ImageBuilder {
       cpus: options.cpus ?? 1,
       requireUserNamespaces: options.requireUserNamespaces ?? true,
     };
+    const root = options.cgroupRoot ?? CGROUP_ROOT;
+    const parent = options.cgroupParent ?? BUILD_CGROUP_PARENT;
+    this.cgroups = {
+      local: new BuildCgroups(root, parent),
+      engine: new EngineBuildCgroups(docker, options.stackImage, parent),
+      root,
+      maker: options.cgroupMaker ?? 'auto',
+    };
     this.registry = options.registry?.replace(/\/+$/, '') || null;
     this.allowedRegistries = [...(options.registryAllow ?? []), ...(this.registry === null ? [] : [this.registry])];
     this.login = this.registry !== null && options.registryLogin ? { registry: this.registry, ...options.registryLogin } : null;
@@ -170,16 +194,19 @@ export class DockerImageBuilder implements ImageBuilder {
     let dockerfile: string | null = null;
     if (request.kind === 'dockerfile') {
       if (this.options.requireUserNamespaces) await assertEngineConfinesBuilds(this.docker);
+      await assertEngineTakesBuildCgroups(this.docker);
       const read = await assertBuildReferences(this.docker, request, this.allowedRegistries, this.login);
       dockerfile = labelStages(read.text, read.stageLines, { [APP_LABEL]: request.app, [APP_UUID_LABEL]: request.appUuid });
     }
+    // A Dockerfile's steps run the tenant's commands: all of them in one cgroup of this build's own.
+    const cgroup = dockerfile !== null ? await this.buildCgroup() : null;
     const context = dockerfile !== null ? this.dockerfileContext(request.directory, excluded, dockerfile) : this.stackContext(request.directory);
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), this.options.timeoutMs);
     const seen: string[] = [];
     let id: string;
     try {
-      id = await this.run(request, context, abort.signal, output, seen);
+      id = await this.run(request, context, cgroup, abort.signal, output, seen);
       await this.assertImageSize(id);
     } catch (error) {
       clearTimeout(timer);
@@ -190,6 +217,7 @@ export class DockerImageBuilder implements ImageBuilder {
       throw error;
     } finally {
       context.destroy();
+      await cgroup?.remove();
     }
     if (this.registry === null) {
       clearTimeout(timer);
@@ -294,6 +322,23 @@ export class DockerImageBuilder implements ImageBuilder {
     });
   }
 
+  /**
+   * Makes the cgroup of one Dockerfile build, itself or through the engine.
+   * @throws RequestRejected `BUILD.FAILED` when it cannot be made.
+   */
+  private async buildCgroup(): Promise<BuildCgroup> {
+    const { pidsLimit: pids, memoryBytes, cpus } = this.options;
+    const { maker, root } = this.cgroups;
+    // An engine on a local socket runs on this machine; one over TCP may not.
+    const onSocket = typeof (this.docker.modem as { socketPath?: unknown }).socketPath === 'string';
+    const local = maker === 'local' || (maker === 'auto' && onSocket && (await cgroupsWritable(root)));
+    try {
+      return await (local ? this.cgroups.local : this.cgroups.engine).create({ pids, memoryBytes, cpus });
+    } catch (error) {
+      throw buildFailed(`Dockerfile builds are refused: the build's own cgroup could not be made: ${messageOf(error)}`);
+    }
+  }
+
   /** Refuses an image larger than the limit; the caller removes its layers. */
   private async assertImageSize(id: string): Promise<void> {
     const limit = this.options.imageLimitBytes;
@@ -304,7 +349,14 @@ export class DockerImageBuilder implements ImageBuilder {
   }
 
   /** Runs the engine's build and follows its output; resolves with the image's id. */
-  private async run(request: ImageBuildRequest, context: Readable, signal: AbortSignal, output: (line: string) => void, seen: string[]): Promise<string> {
+  private async run(
+    request: ImageBuildRequest,
+    context: Readable,
+    cgroup: BuildCgroup | null,
+    signal: AbortSignal,
+    output: (line: string) => void,
+    seen: string[],
+  ): Promise<string> {
     let stream: NodeJS.ReadableStream;
     try {
       stream = await this.docker.buildImage(context, {
@@ -318,7 +370,7 @@ export class DockerImageBuilder implements ImageBuilder {
         cpushares: this.options.cpuShares,
         cpuperiod: 100_000,
         cpuquota: Math.round(100_000 * this.options.cpus),
-        ulimits: JSON.stringify([{ Name: 'nproc', Soft: this.options.pidsLimit, Hard: this.options.pidsLimit }]),
+        ...(cgroup !== null ? { cgroupparent: cgroup.parent } : {}),
         networkmode: this.options.network,
         abortSignal: signal,
       } as Docker.ImageBuildOptions);

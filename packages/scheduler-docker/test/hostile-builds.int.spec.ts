@@ -1,10 +1,11 @@
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, readdir, rm, rmdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pack } from 'tar-fs';
 import { DomainError } from '@svc/core';
 import { APP_LABEL, DockerImageBuilder } from '../src';
 import { confinesRoot } from '../src/build-checks';
+import { BuildCgroups, CGROUP_ROOT } from '../src/build-cgroups';
 import { BUSYBOX_IMAGE, TEST_REGISTRY, describeWithEngineClient as describeWithEngine, imageExists, itWithRegistry } from './support/engine';
 
 async function failureOf(promise: Promise<unknown>): Promise<string> {
@@ -30,6 +31,9 @@ describeWithEngine('hostile Dockerfile builds against a real engine', (engine) =
   const suffix = `${process.pid}-${Date.now().toString(36)}`;
   const victim = `victim-${suffix}`;
   const thief = `thief-${suffix}`;
+  // This file's own parent: other builds on the shared engine keep theirs under the default one.
+  const cgroupParent = `svc-builds-test-${suffix}`;
+  const cgroups = new BuildCgroups(CGROUP_ROOT, cgroupParent);
   let root: string;
   let builder: DockerImageBuilder;
   let victimId: string;
@@ -48,7 +52,7 @@ describeWithEngine('hostile Dockerfile builds against a real engine', (engine) =
 
   beforeAll(async () => {
     root = await mkdtemp(join(tmpdir(), 'svc-hostile-builds-'));
-    builder = new DockerImageBuilder(engine(), { stackImage: BUSYBOX_IMAGE, timeoutMs: 120_000, pidsLimit: 64, imageLimitBytes: 16 * 1024 * 1024 });
+    builder = new DockerImageBuilder(engine(), { stackImage: BUSYBOX_IMAGE, timeoutMs: 120_000, pidsLimit: 64, imageLimitBytes: 16 * 1024 * 1024, cgroupParent });
     // The victim's build: a secret in a layer, removed in the next one.
     victimId = await build('victim', `FROM ${BUSYBOX_IMAGE}\nRUN echo s3cret > /secret\nRUN rm /secret\n`, victim);
     await builder.tag(victimId, `${victim}:1`);
@@ -61,6 +65,7 @@ describeWithEngine('hostile Dockerfile builds against a real engine', (engine) =
       for (const image of images) await engine().getImage(image.Id).remove({ force: true }).catch(() => undefined);
     }
     await rm(root, { recursive: true, force: true });
+    for (const hierarchy of await readdir(CGROUP_ROOT)) await rmdir(join(CGROUP_ROOT, hierarchy, cgroupParent)).catch(() => undefined);
   });
 
   it('refuses another app\'s image however the Dockerfile writes its name', async () => {
@@ -129,6 +134,65 @@ describeWithEngine('hostile Dockerfile builds against a real engine', (engine) =
     expect(Date.now() - started).toBeLessThan(90_000);
     // Other builds still run once it is over.
     expect(await build('after-bomb', `FROM ${BUSYBOX_IMAGE}\nRUN echo fine\n`)).toMatch(/^sha256:/);
+    expect(await cgroups.present()).toEqual([]);
+  }, 180_000);
+
+  it('gives each build its own process limit: a step starts at most BUILD_PIDS_LIMIT processes, while another build does the same', async () => {
+    // Each `sleep &` is one more process of the step; the shell itself is one.
+    const counting = `FROM ${BUSYBOX_IMAGE}\nRUN n=0; while [ $n -lt 200 ]; do sleep 60 & n=$((n+1)); echo started=$n; done\n`;
+    const countOf = async (name: string): Promise<number> => {
+      const lines: string[] = [];
+      const directory = await checkout(name, { Dockerfile: counting });
+      await builder.build({ app: thief, appUuid: `uuid-${thief}`, directory, kind: 'dockerfile' }, (line) => lines.push(line)).catch(() => undefined);
+      return Math.max(0, ...lines.map((line) => Number(/^started=(\d+)$/.exec(line)?.[1] ?? 0)));
+    };
+
+    const counts = await Promise.all([countOf('count-1'), countOf('count-2')]);
+
+    // A limit shared by both builds (ulimit nproc of the one remapped root) would let them start 63 together.
+    for (const count of counts) {
+      expect(count).toBeLessThanOrEqual(63);
+      expect(count).toBeGreaterThanOrEqual(56);
+    }
+    expect(await cgroups.present()).toEqual([]);
+  }, 180_000);
+
+  it('with the cgroup made through the engine (a controller that cannot write the host\'s cgroups), holds the same limit and leaves no cgroup', async () => {
+    const throughEngine = new DockerImageBuilder(engine(), { stackImage: BUSYBOX_IMAGE, timeoutMs: 120_000, pidsLimit: 64, cgroupParent, cgroupMaker: 'engine' });
+    const lines: string[] = [];
+    const directory = await checkout('count-engine', { Dockerfile: `FROM ${BUSYBOX_IMAGE}\nRUN n=0; while [ $n -lt 200 ]; do sleep 60 & n=$((n+1)); echo started=$n; done\n` });
+    await throughEngine.build({ app: thief, appUuid: `uuid-${thief}`, directory, kind: 'dockerfile' }, (line) => lines.push(line)).catch(() => undefined);
+    const count = Math.max(0, ...lines.map((line) => Number(/^started=(\d+)$/.exec(line)?.[1] ?? 0)));
+    expect(count).toBeLessThanOrEqual(63);
+    expect(count).toBeGreaterThanOrEqual(56);
+    expect(await cgroups.present()).toEqual([]);
+  }, 180_000);
+
+  it('a fork bomb in one tenant\'s build, held until its own timeout, leaves another tenant\'s build running at the same time to succeed', async () => {
+    const bomber = new DockerImageBuilder(engine(), { stackImage: BUSYBOX_IMAGE, timeoutMs: 20_000, pidsLimit: 64, cgroupParent });
+    const bombing = bomber.build(
+      { app: thief, appUuid: `uuid-${thief}`, directory: await checkout('held-bomb', { Dockerfile: `FROM ${BUSYBOX_IMAGE}\nRUN bomb() { bomb | bomb & }; bomb; sleep 120\n` }), kind: 'dockerfile' },
+      () => undefined,
+    );
+    // The other tenant starts once the bomb has filled its cgroup.
+    await new Promise((done) => setTimeout(done, 5000));
+    const lines: string[] = [];
+    const other = builder.build(
+      {
+        app: victim,
+        appUuid: `uuid-${victim}`,
+        directory: await checkout('beside-bomb', { Dockerfile: `FROM ${BUSYBOX_IMAGE}\nRUN for i in $(seq 1 40); do sh -c 'sleep 0.05; echo step-$0' $i & done; wait; echo all-forked\n` }),
+        kind: 'dockerfile',
+      },
+      (line) => lines.push(line),
+    );
+
+    expect(await failureOf(bombing)).toMatch(/longer than 20 seconds/);
+    const id = await other;
+    expect(id).toMatch(/^sha256:/);
+    expect(lines).toContain('all-forked');
+    await engine().getImage(id).remove({ force: true });
+    expect(await cgroups.present()).toEqual([]);
   }, 180_000);
 
   it('refuses an image past the size limit and removes its layers', async () => {

@@ -52,7 +52,8 @@ describeWithEngine('DockerImageBuilder against a real engine', (engine) => {
       for (const image of images) await docker.getImage(image.Id).remove({ force: true }).catch(() => undefined);
     }
     await rm(root, { recursive: true, force: true });
-  });
+    // Removing the images takes longer than jest's default 5 s on a busy shared engine.
+  }, 120_000);
 
   it('builds a Dockerfile into an image with its CMD and files, streaming the output, and names it <app>:<version>', async () => {
     const dir = await checkout('dockerfile', {

@@ -35,6 +35,7 @@ import { SCHEDULER_TOKENS, boundSchedulers, schedulerEndpoints, schedulerModule,
 export type { DockerSchedulerSetup, ProcessSchedulerSetup } from './schedulers';
 import { buildsModule, type BuildpackSetup, type CompilerKind, type DockerCompileSetup } from './compose-builds';
 import type { EventPorts } from './events';
+import { boundBuildSlots, persistenceModule, type DatabaseHandle } from './persistence';
 
 /** Any use case class: constructed from the core's dependencies. */
 type UseCaseClass = new (deps: CoreDependencies) => object;
@@ -51,11 +52,7 @@ export const SERVER_TOKENS = Object.freeze({
   Timer: Symbol.for('svc.Timer'),
 });
 
-/** The database as the composition root sees it. */
-export interface DatabaseHandle {
-  uow: UnitOfWork;
-  ping(): Promise<boolean>;
-}
+export type { DatabaseHandle };
 
 /** What the composition root needs to know, already validated; the scheduler's part is `SchedulerSetup` (schedulers.ts). */
 export interface CompositionOptions extends SchedulerSetup {
@@ -145,10 +142,6 @@ const gitModule = (git: GitSetup | null, logger: HttpLogger) =>
     });
   });
 
-const persistenceModule = (database: DatabaseHandle) =>
-  new ContainerModule(({ bind }) => {
-    bind<UnitOfWork>(TOKENS.UnitOfWork).toConstantValue(database.uow);
-  });
 
 const cryptoModule = (secretKey: string) =>
   new ContainerModule(({ bind }) => {
@@ -214,6 +207,7 @@ const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined, 
       images: ctx.get<ImageBuilder | null>(TOKENS.ImageBuilder),
       compiler: ctx.get<SourceCompiler | null>(TOKENS.SourceCompiler),
       buildpacks: ctx.get<BuildpackCatalog | null>(TOKENS.BuildpackCatalog),
+      buildSlots: boundBuildSlots(ctx),
       deployObserver: metrics,
       tls,
       acme,

@@ -1,35 +1,85 @@
 import { TooMany } from '../errors';
+import type { BuildSlot, BuildSlotClaim, BuildSlotStore } from '../ports/build-slots';
+import type { Clock, IdGenerator } from '../ports/services';
+
+/** How long a build slot lasts without being renewed; it is renewed every third of that while its build runs. */
+export const BUILD_SLOT_TTL_MS = 60_000;
+
+/** The refusal of a build past the user's quota. */
+export function tooManyBuilds(held: number): TooMany {
+  return new TooMany('BUILD.TOO_MANY', `You already run ${held} builds, the most allowed at once; push again when one has finished.`);
+}
+
+/** BuildSlotStore in this process's memory: for one controller process (the embedded one, tests). */
+export class InMemoryBuildSlotStore implements BuildSlotStore {
+  private readonly slots = new Map<string, BuildSlot>();
+
+  async acquire(slot: BuildSlot, limit: number, now: Date): Promise<BuildSlotClaim> {
+    for (const [build, held] of this.slots) if (held.username === slot.username && held.expires <= now) this.slots.delete(build);
+    const held = this.of(slot.username);
+    if (held >= limit) return { taken: false, held };
+    this.slots.set(slot.build, { ...slot });
+    return { taken: true, held };
+  }
+
+  async renew(build: string, expires: Date): Promise<void> {
+    const slot = this.slots.get(build);
+    if (slot !== undefined) slot.expires = expires;
+  }
+
+  async release(build: string): Promise<void> {
+    this.slots.delete(build);
+  }
+
+  /** The slots `username` holds now, live or not yet removed. */
+  of(username: string): number {
+    let count = 0;
+    for (const slot of this.slots.values()) if (slot.username === username) count += 1;
+    return count;
+  }
+}
 
 /**
- * The builds each user has running, counted in this process: a user may run at most `limit`
- * at once (`QUOTA_BUILDS_PER_USER`), so no tenant can occupy the engine or the compiler with
- * builds sent together.
+ * The builds each user has running: a user may run at most `limit` at once
+ * (`QUOTA_BUILDS_PER_USER`), so no tenant can occupy the engine or the compiler with builds
+ * sent together. The count is the store's: with a database shared by several controller
+ * processes, it holds across them.
  */
 export class BuildSlots {
-  private readonly running = new Map<string, number>();
+  private readonly ttlMs: number;
+
+  constructor(
+    private readonly store: BuildSlotStore,
+    private readonly clock: Clock,
+    private readonly ids: Pick<IdGenerator, 'uuid'>,
+    options: { ttlMs?: number } = {},
+  ) {
+    this.ttlMs = options.ttlMs ?? BUILD_SLOT_TTL_MS;
+  }
 
   /**
-   * Counts one more build of `username`; the function returned gives the slot back (once).
+   * Takes one more build slot of `username`, renewed until the function returned gives it
+   * back (once).
    * @throws TooMany (`BUILD.TOO_MANY`) when the user already runs `limit` builds.
    */
-  take(username: string, limit: number): () => void {
-    const mine = this.running.get(username) ?? 0;
-    if (mine >= limit) {
-      throw new TooMany('BUILD.TOO_MANY', `You already run ${mine} builds, the most allowed at once; push again when one has finished.`);
-    }
-    this.running.set(username, mine + 1);
+  async take(username: string, limit: number): Promise<() => Promise<void>> {
+    const now = this.clock.now();
+    const build = this.ids.uuid();
+    const claim = await this.store.acquire({ build, username, started: now, expires: this.expiry() }, limit, now);
+    if (!claim.taken) throw tooManyBuilds(claim.held);
+    const heartbeat = setInterval(() => void this.store.renew(build, this.expiry()).catch(() => undefined), this.ttlMs / 3);
+    heartbeat.unref();
     let held = true;
-    return () => {
+    return async () => {
       if (!held) return;
       held = false;
-      const left = (this.running.get(username) ?? 1) - 1;
-      if (left > 0) this.running.set(username, left);
-      else this.running.delete(username);
+      clearInterval(heartbeat);
+      // A slot the store could not remove now expires: the build's own outcome is what the caller hears.
+      await this.store.release(build).catch(() => undefined);
     };
   }
 
-  /** The builds `username` runs now. */
-  of(username: string): number {
-    return this.running.get(username) ?? 0;
+  private expiry(): Date {
+    return new Date(this.clock.now().getTime() + this.ttlMs);
   }
 }

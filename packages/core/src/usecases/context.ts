@@ -20,6 +20,7 @@ import type {
 import type { DeployObserver } from '../ports/observers';
 import type { DeliveryObserver, IdempotencyStore, JournalSignal, WebhookSender, WebhookSigner } from '../ports/events';
 import type { BuildpackCatalog, SourceCompiler } from '../ports/builds';
+import type { BuildSlotStore } from '../ports/build-slots';
 import type { CertificateAuthority, TlsStore } from '../ports/acme';
 import type { AcmeSettings } from '../rules/acme';
 import { canAdministerApp, canSeeApp, isAdmin } from '../rules/apps';
@@ -146,6 +147,11 @@ export interface CoreDependencies {
   compiler?: SourceCompiler | null;
   /** The buildpacks the compiler may use; both it and `compiler` are needed for buildpack builds. */
   buildpacks?: BuildpackCatalog | null;
+  /**
+   * The running builds of every controller process on the database (`QUOTA_BUILDS_PER_USER`
+   * holds across them); absent or null: counted in this process's memory.
+   */
+  buildSlots?: BuildSlotStore | null;
   /** Watches deploys (metrics); none when absent. */
   deployObserver?: DeployObserver;
   /** The TLS state of names and the apps' HTTPS settings; absent or null: every name shows `none`. */

@@ -10,7 +10,7 @@ import {
   PROCESS_TYPE_PATTERN,
 } from '../rules/config';
 import { FieldErrorCollector, bodyObject, isPlainObject, optionalString, requiredString, toInteger } from '../rules/fields';
-import { BuildSlots } from '../rules/build-slots';
+import { BuildSlots, InMemoryBuildSlotStore } from '../rules/build-slots';
 import { assertConfigQuota } from '../rules/quotas';
 import { describeDeploy, structureForBuild } from '../rules/releases';
 import { isDigestReference, isReleaseImage, planSourceBuild, releaseImage, type SourceFiles } from '../rules/sources';
@@ -202,9 +202,11 @@ export interface PushedSource extends SourceFiles {
 /** Builds a pushed commit and releases it onto the current config, acting as the holder of the SSH key that pushed it. */
 export class DeploySource {
   /** The builds each user runs now (at most `settings.buildsPerUser` at once). */
-  private readonly builds = new BuildSlots();
+  private readonly builds: BuildSlots;
 
-  constructor(private readonly deps: ReleaseDeps & Pick<CoreDependencies, 'images' | 'settings' | 'compiler' | 'buildpacks'>) {}
+  constructor(private readonly deps: ReleaseDeps & Pick<CoreDependencies, 'images' | 'settings' | 'compiler' | 'buildpacks' | 'buildSlots'>) {
+    this.builds = new BuildSlots(deps.buildSlots ?? new InMemoryBuildSlotStore(), deps.clock, deps.ids);
+  }
 
   /**
    * Whether commits without a Dockerfile are compiled with buildpacks (a compiler and a
@@ -247,7 +249,7 @@ export class DeploySource {
     if (compiling || images !== null) {
       // Nobody waits on a build the pusher may not release.
       const app = await loadVisibleApp(repos, actor, appId);
-      const release = this.builds.take(actor.user.username, this.deps.settings.buildsPerUser);
+      const release = await this.builds.take(actor.user.username, this.deps.settings.buildsPerUser);
       try {
         if (compiling) {
           const { config } = await currentRelease(repos, app.id);
@@ -260,7 +262,7 @@ export class DeploySource {
           image = await buildSourceImage(images, { app: app.id, appUuid: app.uuid, directory: source.workdir, kind }, output);
         }
       } finally {
-        release();
+        await release();
       }
     }
     let published: PublishedRelease & { build: Build };

@@ -16,6 +16,8 @@ import { DeployLeasesSqlite1764072000000 } from './sqlite/1764072000000-deploy-l
 import { TlsStateSqlite1764200000000 } from './sqlite/1764200000000-tls-state';
 import { EventsSqlite1795734000000 } from './sqlite/1795734000000-events';
 import { EventsPostgres1795734000000 } from './postgres/1795734000000-events';
+import { BuildSlotsSqlite1795820400000 } from './sqlite/1795820400000-build-slots';
+import { BuildSlotsPostgres1795820400000 } from './postgres/1795820400000-build-slots';
 
 type MigrationClass = new () => MigrationInterface;
 
@@ -33,6 +35,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     DeployLeasesSqlite1764072000000,
     TlsStateSqlite1764200000000,
     EventsSqlite1795734000000,
+    BuildSlotsSqlite1795820400000,
   ],
   postgres: [
     InitialSchemaPostgres1763712000000,
@@ -43,6 +46,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     DeployLeasesPostgres1764072000000,
     TlsStatePostgres1764200000000,
     EventsPostgres1795734000000,
+    BuildSlotsPostgres1795820400000,
   ],
 };
 

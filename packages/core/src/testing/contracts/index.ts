@@ -8,6 +8,7 @@ import { useStore, type OpenStore } from './fixtures';
 import { describeUnitOfWork } from './unit-of-work';
 
 export type { OpenedStore, OpenStore } from './fixtures';
+export { describeBuildSlotStoreContract, type OpenBuildSlotStore } from './build-slots';
 export { describeLogStoreContract, type OpenedLogStore, type OpenLogStore } from './log-store';
 export { CONTRACT_RUN_TIMEOUT_EXIT_CODE, describeSchedulerContract, type OpenedScheduler, type SchedulerContractSetup } from './scheduler';
 

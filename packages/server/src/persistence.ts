@@ -1,0 +1,27 @@
+import { ContainerModule, type ResolutionContext } from 'inversify';
+import { TOKENS, type BuildSlotStore, type UnitOfWork } from '@svc/core';
+
+/** The database as the composition root sees it. */
+export interface DatabaseHandle {
+  uow: UnitOfWork;
+  ping(): Promise<boolean>;
+  /** The running builds' slots, shared by every controller process on the database; absent: counted in this process's memory. */
+  createBuildSlotStore?(): BuildSlotStore;
+}
+
+/** The store the core counts running builds in (`QUOTA_BUILDS_PER_USER`); null: this process's memory. */
+const BUILD_SLOTS = Symbol.for('svc.BuildSlotStore');
+
+/**
+ * Binds the database's unit of work, and its build slots when it keeps them (SQLite and
+ * PostgreSQL): two controller processes on one database then together allow a user
+ * `QUOTA_BUILDS_PER_USER` builds at once.
+ */
+export const persistenceModule = (database: DatabaseHandle) =>
+  new ContainerModule(({ bind }) => {
+    bind<UnitOfWork>(TOKENS.UnitOfWork).toConstantValue(database.uow);
+    bind<BuildSlotStore | null>(BUILD_SLOTS).toConstantValue(database.createBuildSlotStore?.() ?? null);
+  });
+
+/** The build slot store bound by `persistenceModule`, for the core's dependencies. */
+export const boundBuildSlots = (ctx: ResolutionContext): BuildSlotStore | null => ctx.get<BuildSlotStore | null>(BUILD_SLOTS);

@@ -1,4 +1,4 @@
-import { BuildSlots, InMemoryBuildSlotStore, TooMany, type ImageBuildRequest } from '@svc/core';
+import { BuildSlots, InMemoryBuildSlotStore, TooMany, type ImageBuildRequest, type Timer } from '@svc/core';
 import { FakeImageBuilder, ManualClock, SequentialIdGenerator, describeBuildSlotStoreContract, fakeFingerprint, fakePublicKey } from '@svc/core/testing';
 import { World, rejectionOf } from './support/world';
 
@@ -18,7 +18,13 @@ const until = async (check: () => boolean): Promise<void> => {
 };
 
 describe('BuildSlots', () => {
-  const slotsOf = (store = new InMemoryBuildSlotStore(), clock = new ManualClock()) => ({ store, clock, slots: new BuildSlots(store, clock, new SequentialIdGenerator(), { ttlMs: 30_000 }) });
+  /** A controller whose timers never fire: it stopped renewing what it holds (stalled, or gone). */
+  const stalled: Timer = { sleep: () => new Promise<void>(() => undefined), every: () => () => undefined };
+  const slotsOf = (store = new InMemoryBuildSlotStore(), clock = new ManualClock(), timer: Timer = clock) => ({
+    store,
+    clock,
+    slots: new BuildSlots(store, clock, timer, new SequentialIdGenerator(), { ttlMs: 30_000 }),
+  });
 
   it('holds at most the limit per user, gives a slot back once, and counts users apart', async () => {
     const { store, slots } = slotsOf();
@@ -33,31 +39,28 @@ describe('BuildSlots', () => {
   });
 
   it('takes over the slots of a build whose controller stopped renewing them', async () => {
-    const { clock, slots } = slotsOf();
-    await slots.take('alice', 1);
+    const store = new InMemoryBuildSlotStore();
+    const clock = new ManualClock();
+    await slotsOf(store, clock, stalled).slots.take('alice', 1);
+    const { slots } = slotsOf(store, clock);
     await expect(slots.take('alice', 1)).rejects.toThrow(/already run 1 builds/);
-    // Nothing renews it (the timer is not reached): past its expiry, the slot no longer counts.
+    // Nothing renews it (its controller's timers stopped): past its expiry, the slot no longer counts.
     clock.advance(30_001);
     await expect(slots.take('alice', 1)).resolves.toBeInstanceOf(Function);
   });
 
   it('renews a held slot while its build runs', async () => {
-    jest.useFakeTimers({ doNotFake: ['setImmediate', 'nextTick'] });
-    try {
-      const { store, clock, slots } = slotsOf();
-      const release = await slots.take('alice', 1);
-      for (let i = 0; i < 6; i += 1) {
-        clock.advance(10_000);
-        jest.advanceTimersByTime(10_000);
-        await Promise.resolve();
-      }
-      // A minute on, the slot held by the running build still counts.
-      await expect(slots.take('alice', 1)).rejects.toThrow(TooMany);
-      await release();
-      expect(store.of('alice')).toBe(0);
-    } finally {
-      jest.useRealTimers();
+    const { store, clock, slots } = slotsOf();
+    const release = await slots.take('alice', 1);
+    for (let i = 0; i < 6; i += 1) {
+      clock.advance(10_000);
+      await Promise.resolve();
     }
+    // A minute on, the slot held by the running build still counts.
+    await expect(slots.take('alice', 1)).rejects.toThrow(TooMany);
+    await release();
+    expect(store.of('alice')).toBe(0);
+    expect(clock.pendingTimers).toBe(0);
   });
 });
 

@@ -1,6 +1,6 @@
 import { TooMany } from '../errors';
 import type { BuildSlot, BuildSlotClaim, BuildSlotStore } from '../ports/build-slots';
-import type { Clock, IdGenerator } from '../ports/services';
+import type { Clock, IdGenerator, Timer } from '../ports/services';
 
 /** How long a build slot lasts without being renewed; it is renewed every third of that while its build runs. */
 export const BUILD_SLOT_TTL_MS = 60_000;
@@ -51,6 +51,7 @@ export class BuildSlots {
   constructor(
     private readonly store: BuildSlotStore,
     private readonly clock: Clock,
+    private readonly timer: Timer,
     private readonly ids: Pick<IdGenerator, 'uuid'>,
     options: { ttlMs?: number } = {},
   ) {
@@ -67,13 +68,12 @@ export class BuildSlots {
     const build = this.ids.uuid();
     const claim = await this.store.acquire({ build, username, started: now, expires: this.expiry() }, limit, now);
     if (!claim.taken) throw tooManyBuilds(claim.held);
-    const heartbeat = setInterval(() => void this.store.renew(build, this.expiry()).catch(() => undefined), this.ttlMs / 3);
-    heartbeat.unref();
+    const stopRenewing = this.timer.every(this.ttlMs / 3, () => void this.store.renew(build, this.expiry()).catch(() => undefined));
     let held = true;
     return async () => {
       if (!held) return;
       held = false;
-      clearInterval(heartbeat);
+      stopRenewing();
       // A slot the store could not remove now expires: the build's own outcome is what the caller hears.
       await this.store.release(build).catch(() => undefined);
     };

@@ -205,7 +205,7 @@ export class DeploySource {
   private readonly builds: BuildSlots;
 
   constructor(private readonly deps: ReleaseDeps & Pick<CoreDependencies, 'images' | 'settings' | 'compiler' | 'buildpacks' | 'buildSlots'>) {
-    this.builds = new BuildSlots(deps.buildSlots ?? new InMemoryBuildSlotStore(), deps.clock, deps.ids);
+    this.builds = new BuildSlots(deps.buildSlots ?? new InMemoryBuildSlotStore(), deps.clock, deps.timer, deps.ids);
   }
 
   /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ContainerSpec } from '@svc/core';
-import { callEngine, type NodeInfo } from '../src/swarm-api';
+import { callEngine, type NodeInfo } from '../src/swarm/api';
 import { SWARM_BUSYBOX, describeWithSwarm, describeWithTwoNodes, steadyTraffic, stopTraffic, testSwarm, type TestSwarm } from './support/swarm';
 
 const TIMEOUT = 180_000;

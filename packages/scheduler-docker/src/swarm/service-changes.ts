@@ -85,6 +85,13 @@ export class ServiceChanges {
       await this.log.flushApp(app);
       throw error instanceof Error ? error : new Error(reason);
     }
+    // An id started again with another spec (a known container restarted on a new release)
+    // now runs in this service: the service of its earlier spec lets it go.
+    for (const { spec } of group) {
+      for (const other of servicesOfType(this.services, app, type)) {
+        if (other !== service && other.members.has(spec.id)) await this.release(other, spec.id);
+      }
+    }
     for (const { spec } of group) this.started.add(spec.id);
     this.event(app, `${label} ${group.length === 1 ? 'is' : 'are'} up: ${service.name} runs ${runningTasks(service).length} task(s)`);
     if (service.port !== null) await this.checkReachable(service);

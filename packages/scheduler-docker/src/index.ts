@@ -30,7 +30,7 @@ export {
 } from './engine';
 export { SCHEDULER_LOG_SOURCE, type EngineSchedulerOptions } from './options';
 export type { RegistryLogin } from './registry-login';
-export { MEMBERS_LABEL, SwarmScheduler, drainScript, healthScript, parseServiceLogLine, type SwarmSchedulerOptions } from './swarm-scheduler';
+export { MEMBERS_LABEL, SwarmScheduler, drainScript, healthScript, parseServiceLogLine, type SwarmSchedulerOptions } from './swarm';
 export { guardChainName, guardHostFromBridge, unguardHostFromBridge } from './host-guard';
 /** The engine client type (dockerode's), for those that share one. */
 export type { default as Docker } from 'dockerode';

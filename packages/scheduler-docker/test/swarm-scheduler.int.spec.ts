@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ContainerSpec } from '@svc/core';
-import { callEngine, type NodeInfo } from '../src/swarm-api';
+import { callEngine, type NodeInfo } from '../src/swarm/api';
 import { SWARM_BUSYBOX, describeWithSwarm, describeWithTwoNodes, steadyTraffic, stopTraffic, testSwarm, type TestSwarm } from './support/swarm';
 
 const TIMEOUT = 180_000;
@@ -82,7 +82,7 @@ describeWithSwarm('SwarmScheduler (real swarm)', () => {
     expect((await t.lines(app)).some((l) => /\[web\.[12]\]: serving v1$/.test(l))).toBe(true);
   }, TIMEOUT);
 
-  it('rolls a new release out task by task, start-first, with no failed request under steady traffic', async () => {
+  it('rolls a new release out as a service of its own, up before the old one stops, with no failed request under steady traffic', async () => {
     const traffic = slowTraffic(t, app);
     await settle(500);
     const next = [webSpec(app, 2, 1), webSpec(app, 2, 2)];
@@ -102,7 +102,7 @@ describeWithSwarm('SwarmScheduler (real swarm)', () => {
     process.stdout.write(`rolling update: ${report.ok} requests answered, ${report.failed} failed (${[...report.bodies].map(([b, n]) => `${b}: ${n}`).join(', ')})\n`);
   }, TIMEOUT);
 
-  it('a release whose task fails is rolled back by Swarm: the start fails with the reason and the old release keeps serving', async () => {
+  it('a release whose task fails: the start fails with the reason, its service is removed, and the old release keeps serving untouched', async () => {
     const traffic = slowTraffic(t, app);
     const broken = webSpec(app, 3, 1, 'echo giving up; exit 3');
     const failure = await t.scheduler.start(broken).then(
@@ -204,6 +204,33 @@ describeWithTwoNodes('SwarmScheduler on two nodes (real swarm)', () => {
     expect(t.scheduler.endpoints(app, 'web')).toHaveLength(2);
     process.stdout.write(`drain: ${report.ok} requests answered, ${report.failed} failed\n`);
     for (const spec of specs) await t.scheduler.stop(spec.id);
+  }, TIMEOUT);
+
+  it('spreads a release over both nodes again after the worker was drained and made active again', async () => {
+    const spread = appName();
+    const workerId = (worker as NodeInfo).ID;
+    await setAvailability(t, workerId, 'drain');
+    // A release while the worker is drained: every task on the manager.
+    const during = [webSpec(spread, 1, 1), webSpec(spread, 1, 2)];
+    await t.scheduler.rollType(during, []);
+    expect(t.scheduler.placement(spread, 'web')).toHaveLength(2);
+    expect(t.scheduler.placement(spread, 'web').filter((node) => node === workerId)).toEqual([]);
+    await setAvailability(t, workerId, 'active');
+    // The next release, as the core's rollout does it: the whole type, then the replaced ones stopped.
+    const traffic = slowTraffic(t, spread);
+    const after = [webSpec(spread, 2, 1), webSpec(spread, 2, 2)];
+    await expect(t.scheduler.rollType(after, during.map((s) => s.id))).resolves.toEqual(new Map(after.map((s) => [s.id, 'up'])));
+    for (const spec of during) await t.scheduler.stop(spec.id);
+    await settle(1000);
+    const report = await traffic.stop();
+    expect(report.failures).toEqual([]);
+    expect(report.last.every((body) => body === 'v2')).toBe(true);
+    const placement = t.scheduler.placement(spread, 'web');
+    expect(placement).toHaveLength(2);
+    expect(new Set(placement).size).toBe(2);
+    expect(new Set(t.scheduler.endpoints(spread, 'web').map((e) => e.host)).size).toBe(2);
+    process.stdout.write(`release after an undrain: tasks on ${placement.join(' ')}; ${report.ok} requests answered, ${report.failed} failed\n`);
+    for (const spec of after) await t.scheduler.stop(spec.id);
   }, TIMEOUT);
 });
 

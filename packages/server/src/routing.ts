@@ -22,11 +22,17 @@ export class LeavingContainers {
  * no new connection, which it could accept and drop as it closes (a request lost).
  */
 export class DrainingScheduler implements Scheduler {
+  /** The inner scheduler's whole-type step, when it has one (stops still go through `stop`). */
+  readonly rollType?: Scheduler['rollType'];
+
   constructor(
     /** The scheduler that runs the containers. */
     readonly inner: Scheduler,
     private readonly leaving: LeavingContainers,
-  ) {}
+  ) {
+    const step = inner.rollType;
+    if (step !== undefined) this.rollType = (specs, replacing) => step.call(inner, specs, replacing);
+  }
 
   start(spec: ContainerSpec): Promise<ContainerState> {
     return this.inner.start(spec);

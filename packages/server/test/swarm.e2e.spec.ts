@@ -2,7 +2,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { createEngine, type Docker } from '@svc/scheduler-docker';
+import { LABELS, createEngine, type Docker } from '@svc/scheduler-docker';
 import { loadConfig, startServer, type RunningServer } from '../src';
 import { ApiClient, closeSwarmTest, ENGINE_E2E_ENV, signUp, viaRouter, type Session } from './support';
 
@@ -92,10 +92,14 @@ describeSwarm('the controller on a two-node Docker Swarm (SCHEDULER=swarm)', () 
   const image = `${TEST_SWARM_REGISTRY ?? ''}/svc-test/busybox:1`;
 
   const containers = async (): Promise<ContainerJson[]> => (await alice.api.get<{ results: ContainerJson[] }>(`/v1/apps/${app}/containers/`)).body.results;
-  const taskNodes = async (): Promise<string[]> =>
-    (await docker.listTasks({ filters: { service: [`e2e${tag}-${app}-web`], 'desired-state': ['running'] } }))
+  const taskNodes = async (): Promise<string[]> => {
+    // Each release's web tasks are a service of their own (`-web`, `-web-2`): the app's web services by label.
+    const services = await docker.listServices({ filters: { label: [`${LABELS.instance}=e2e-${tag}`, `${LABELS.app}=${app}`, `${LABELS.type}=web`] } });
+    if (services.length === 0) return [];
+    return (await docker.listTasks({ filters: { service: services.map((service) => service.ID as string), 'desired-state': ['running'] } }))
       .filter((task) => task.Status?.State === 'running')
       .map((task) => task.NodeID as string);
+  };
   const setAvailability = async (id: string, availability: 'active' | 'drain'): Promise<void> => {
     const node = await docker.getNode(id).inspect();
     await docker.getNode(id).update({ version: node.Version.Index, ...node.Spec, Availability: availability } as never);

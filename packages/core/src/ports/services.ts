@@ -53,6 +53,24 @@ export interface Scheduler {
   run(spec: RunSpec): Promise<RunResult>;
   /** Current states of the given containers; unknown ids are left out. */
   states(ids: string[]): Promise<Map<string, ContainerState>>;
+  /**
+   * Optional, for an engine with a rollout of its own (Swarm's services): starts the new
+   * containers of one process type of an app at once, instead of one `start` each. The core
+   * calls it once per process type of a change and keeps the policy:
+   * - `specs` are the type's new containers, all of one app, type and release (at least one);
+   *   `replacing` the ids of that type's running containers they replace (maybe none, e.g.
+   *   a scale-up), which the core stops itself once the change is published.
+   * - Resolves once every new container is up (a routed one healthy, as `start` would say),
+   *   with the state of each of `specs`' ids; the replaced ones keep running meanwhile and
+   *   afterwards, until the core stops them.
+   * - Rejects when any new container does not come up, and only once the replaced
+   *   containers are as they were before the call (running, serving, not restarted); the
+   *   error is what `start` would throw (a DomainError of kind `invalid` for the request's
+   *   own fault). What is left of the new containers may still run: the core then stops
+   *   every id of `specs`, as it does after a failure of another type's step or of the
+   *   publishing transaction, and stopping them must leave the replaced containers serving.
+   */
+  rollType?(specs: ContainerSpec[], replacing: string[]): Promise<Map<string, ContainerState>>;
 }
 
 /** Receives the entries appended to an app's log, oldest first; it should return quickly. */

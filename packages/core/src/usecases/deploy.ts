@@ -64,7 +64,7 @@ export function containerSpec(app: App, state: ReleaseState & { build: Build }, 
  * was started when anything fails, so a failed change leaves neither rows nor processes.
  */
 export class Rollout {
-  private readonly planned: Array<{ container: Container; spec: ContainerSpec }> = [];
+  private readonly planned: Planned[] = [];
   private readonly retiring: Container[] = [];
   private readonly started: string[] = [];
 
@@ -103,20 +103,49 @@ export class Rollout {
   }
 
   /**
-   * Starts the planned containers, one after another, recording the state each reports.
-   * @throws Unavailable when the scheduler fails (the containers this rollout started are stopped).
+   * Starts the planned containers, one process type after another: through the scheduler's
+   * whole-type step (`rollType`) when it has one, else one container after another; records
+   * the state each reports. Either way the new containers are up before any replaced one
+   * stops (`finish`), and a failure leaves the replaced ones serving and none of the new.
+   * @throws Unavailable when the scheduler fails, or its DomainError of kind `invalid` (the
+   *   containers this rollout started are stopped first).
    */
   async startAll(): Promise<void> {
-    for (const { container, spec } of this.planned) {
+    const scheduler = this.deps.scheduler;
+    if (scheduler.rollType === undefined) {
+      for (const entry of this.planned) await this.startOne(entry);
+      return;
+    }
+    for (const group of byType(this.planned)) {
+      const type = group[0]?.container.type ?? '';
+      const replacing = this.retiring.filter((c) => c.type === type).map((c) => c.uuid);
+      const label = `${type}.${group.map((p) => p.container.num).join(',')}`;
+      this.started.push(...group.map((p) => p.container.uuid));
       try {
-        this.started.push(container.uuid);
-        container.state = await this.deps.scheduler.start(spec);
+        const states = await scheduler.rollType(group.map((p) => p.spec), replacing);
+        for (const { container } of group) {
+          const state = states.get(container.uuid);
+          if (state === undefined) throw new Error(`it reported no state for ${container.type}.${container.num}`);
+          container.state = state;
+        }
       } catch (error) {
         await this.abort();
-        throw schedulerFailure(`start ${this.app.id} ${container.type}.${container.num}`, error);
+        throw schedulerFailure(`start ${this.app.id} ${label}`, error);
       }
-      container.updated = this.deps.clock.now();
+      const now = this.deps.clock.now();
+      for (const { container } of group) container.updated = now;
     }
+  }
+
+  private async startOne({ container, spec }: Planned): Promise<void> {
+    try {
+      this.started.push(container.uuid);
+      container.state = await this.deps.scheduler.start(spec);
+    } catch (error) {
+      await this.abort();
+      throw schedulerFailure(`start ${this.app.id} ${container.type}.${container.num}`, error);
+    }
+    container.updated = this.deps.clock.now();
   }
 
   /** Inside the publishing transaction: records the new containers and removes the records of the retired ones. */
@@ -138,6 +167,23 @@ export class Rollout {
     this.retiring.length = 0;
     await stopAll(this.deps.scheduler, this.started.splice(0));
   }
+}
+
+/** A planned container with what the scheduler is told of it. */
+interface Planned {
+  container: Container;
+  spec: ContainerSpec;
+}
+
+/** The planned containers by process type, types in the order they were first planned. */
+function byType(planned: readonly Planned[]): Planned[][] {
+  const groups = new Map<string, Planned[]>();
+  for (const entry of planned) {
+    const group = groups.get(entry.container.type) ?? [];
+    group.push(entry);
+    groups.set(entry.container.type, group);
+  }
+  return [...groups.values()];
 }
 
 function describe(error: unknown): string {

@@ -86,7 +86,8 @@ export async function testSwarm(overrides: Partial<SwarmSchedulerOptions> = {}):
     settleMs: 500,
     stopTimeoutMs: 2000,
     drainMs: 2000,
-    healthIntervalMs: 1000,
+    // A health check is given as long as its interval (at least a second): on a busy machine a check takes over a second.
+    healthIntervalMs: 2000,
     monitorMs: 1000,
     restartDelayMs: 500,
     pollMs: 500,

@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import type { RegistryAuth } from './registry-login';
+import type { RegistryAuth } from '../registry-login';
 
 /** The parts of a Swarm service's spec the scheduler writes and reads (Engine API 1.41). */
 export interface ServiceSpec {

@@ -1,6 +1,7 @@
 export * from './errors';
 export * from './model/entities';
 export * from './model/events';
+export * from './model/keyed-queue';
 export * from './model/log-escape';
 export * from './model/log-subscribers';
 export * from './model/log-writer';

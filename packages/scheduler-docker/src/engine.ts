@@ -93,6 +93,26 @@ export function engineReason(error: unknown): string {
   return typeof reason === 'string' && !message ? reason : message.replace(/^\(HTTP code \d+\) [a-z ]+ - /, '').trim();
 }
 
+/**
+ * The engine's network of that name, created from `create` when the engine has none (one
+ * another controller creates meanwhile is taken as it is).
+ * @throws Error when the engine refuses to inspect or create it.
+ */
+export async function ensureNetwork(docker: Docker, create: Docker.NetworkCreateOptions): Promise<Docker.NetworkInspectInfo> {
+  try {
+    return (await docker.getNetwork(create.Name).inspect()) as Docker.NetworkInspectInfo;
+  } catch (error) {
+    if (engineStatus(error) !== 404) throw error;
+  }
+  try {
+    await docker.createNetwork(create);
+  } catch (error) {
+    // Another controller created it meanwhile.
+    if (engineStatus(error) !== 409) throw error;
+  }
+  return (await docker.getNetwork(create.Name).inspect()) as Docker.NetworkInspectInfo;
+}
+
 /** Which stream a frame of a container's output came from. */
 export type OutputStream = 'stdout' | 'stderr';
 

@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { LABELS, engineReason, engineStatus } from './engine';
+import { LABELS, engineReason, ensureNetwork } from './engine';
 import { guardHostFromBridge } from './host-guard';
 
 /** The platform network of the Docker scheduler and how it is guarded. */
@@ -21,27 +21,13 @@ export interface PlatformNetwork {
  * @throws Error when the engine refuses to inspect or create the network.
  */
 export async function preparePlatformNetwork(docker: Docker, instance: string, how: PlatformNetwork, warn: (message: string) => void): Promise<void> {
-  let network: Docker.NetworkInspectInfo | null = null;
-  try {
-    network = (await docker.getNetwork(how.network).inspect()) as Docker.NetworkInspectInfo;
-  } catch (error) {
-    if (engineStatus(error) !== 404) throw error;
-  }
-  if (network === null) {
-    try {
-      await docker.createNetwork({
-        Name: how.network,
-        Driver: 'bridge',
-        CheckDuplicate: true,
-        Options: { 'com.docker.network.bridge.enable_icc': 'false', 'com.docker.network.bridge.name': how.bridge },
-        Labels: { [LABELS.instance]: instance },
-      });
-    } catch (error) {
-      // Another controller created it meanwhile.
-      if (engineStatus(error) !== 409) throw error;
-    }
-    network = (await docker.getNetwork(how.network).inspect()) as Docker.NetworkInspectInfo;
-  }
+  const network = await ensureNetwork(docker, {
+    Name: how.network,
+    Driver: 'bridge',
+    CheckDuplicate: true,
+    Options: { 'com.docker.network.bridge.enable_icc': 'false', 'com.docker.network.bridge.name': how.bridge },
+    Labels: { [LABELS.instance]: instance },
+  });
   const options = network.Options ?? {};
   if (options['com.docker.network.bridge.enable_icc'] !== 'false') {
     warn(`the network ${how.network} lets containers reach each other (com.docker.network.bridge.enable_icc is not false): remove it and let the scheduler create it`);

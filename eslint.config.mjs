@@ -27,11 +27,11 @@ export default tseslint.config(
     },
   },
   {
-    // Adapters depend on the core only, never on each other.
+    // Adapters depend on the core only (and the schedulers on their shared Node kit), never on each other.
     files: ['packages/!(core|server)/src/**/*.ts'],
     rules: {
       'no-restricted-imports': ['error', {
-        patterns: [{ regex: '^@svc/(?!core$)', message: 'Adapters depend on @svc/core only.' }],
+        patterns: [{ regex: '^@svc/(?!(core|supervisor-node)$)', message: 'Adapters depend on @svc/core (and @svc/supervisor-node) only.' }],
       }],
     },
   },

@@ -1,4 +1,4 @@
-import { KeyedQueue, RecoverDeploys, Unavailable, jittered } from '@svc/core';
+import { RecoverDeploys, Unavailable, jittered } from '@svc/core';
 import type { Actor, DeployLease } from '@svc/core';
 import { SeededRandom } from '@svc/core/testing';
 import { World, rejectionOf } from './support/world';
@@ -312,39 +312,3 @@ describe('jittered', () => {
   });
 });
 
-describe('KeyedQueue', () => {
-  it('runs tasks of one key in arrival order, one at a time, and of different keys side by side', async () => {
-    const queue = new KeyedQueue();
-    const events: string[] = [];
-    let openA!: () => void;
-    const gateA = new Promise<void>((resolve) => {
-      openA = resolve;
-    });
-
-    const first = queue.run('a', async () => {
-      events.push('a1 start');
-      await gateA;
-      events.push('a1 end');
-    });
-    const second = queue.run('a', async () => {
-      events.push('a2');
-    });
-    await queue.run('b', async () => {
-      events.push('b1');
-    });
-    expect(events).toEqual(['a1 start', 'b1']);
-    openA();
-    await Promise.all([first, second]);
-
-    expect(events).toEqual(['a1 start', 'b1', 'a1 end', 'a2']);
-    expect(queue.size).toBe(0);
-  });
-
-  it('goes on with the next task after one fails', async () => {
-    const queue = new KeyedQueue();
-
-    await expect(queue.run('a', async () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
-
-    expect(await queue.run('a', async () => 'next')).toBe('next');
-  });
-});

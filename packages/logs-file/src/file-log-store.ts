@@ -1,6 +1,6 @@
 import { appendFile, mkdir, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { LogSubscribers, type LogEntry, type LogListener, type LogStore } from '@svc/core';
+import { KeyedQueue, LogSubscribers, type LogEntry, type LogListener, type LogStore } from '@svc/core';
 import { formatLine, parseLine } from './line-format';
 import { isNotFound, readLastLines } from './read-last-lines';
 
@@ -28,7 +28,7 @@ export interface FileLogStoreOptions {
 export class FileLogStore implements LogStore {
   private readonly maxBytes: number;
   private readonly chunkBytes: number;
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly queue = new KeyedQueue();
   private readonly subscribers = new LogSubscribers();
   private directoryReady: Promise<unknown> | null = null;
 
@@ -112,15 +112,7 @@ export class FileLogStore implements LogStore {
 
   /** Runs `operation` after every earlier operation on the same app has settled. */
   private serial<T>(app: string, operation: () => Promise<T>): Promise<T> {
-    const previous = this.queues.get(app) ?? Promise.resolve();
-    const result = previous.then(operation);
-    const settled = result.catch(() => undefined);
-    this.queues.set(app, settled);
-    // Drop the entry once idle, so the map does not grow with every app ever logged.
-    void settled.then(() => {
-      if (this.queues.get(app) === settled) this.queues.delete(app);
-    });
-    return result;
+    return this.queue.run(app, operation);
   }
 
   private ensureDirectory(): Promise<unknown> {

@@ -1,32 +1,37 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { memoryLimitBytes, type BatchedLogWriter, type ContainerSpec, type ContainerState, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
 import {
   CappedOutput,
-  LABELS,
-  containerLimits,
-  digestOf,
-  engineReason,
-  engineStatus,
-  environmentList,
-  followFrames,
-  followLines,
+  DEFAULT_PROBE_INTERVAL_MS,
+  RUN_TIMEOUT_EXIT_CODE,
+  endpointsOf,
   formatSeconds,
-  lastOutputNote,
-  OutputTail,
-  sleep,
-  sortedEntries,
-  waitAtMost,
-} from './engine';
-import { guardHostFromBridge } from './host-guard';
+  memoryLimitBytes,
+  outputSource,
+  readinessCheck,
+  restartBackoff,
+  runTimeoutNote,
+  type BatchedLogWriter,
+  type ContainerSpec,
+  type ContainerState,
+  type Endpoint,
+  type RestartBackoff,
+  type RunResult,
+  type RunSpec,
+  type Scheduler,
+} from '@svc/core';
+import { acceptsConnections, sleep, waitUntilUp } from '@svc/supervisor-node';
+import { LABELS, engineReason, engineStatus, environmentList, followFrames, followLines, waitAtMost } from './engine';
 import { containerUserFor } from './container-user';
 import { SCHEDULER_LOG_SOURCE, engineScheduling, startTimeoutOf, type EngineScheduling, type EngineSchedulerOptions } from './options';
 import { DEFAULT_CONTAINER_PORT, ImageNotFound, assertRunnable, containerPortFor } from './images';
-import { acceptsConnections, healthcheckUrl, httpStatus } from './readiness';
+import { addressOn, containerDigest, containerLabels, containerName, describeExit, hostConfigOf } from './container-config';
+import { preparePlatformNetwork } from './platform-network';
+import { managedContainer, type Managed } from './managed-container';
 
-/** The exit code reported for a one-off command stopped by its timeout (as `timeout(1)` does). */
-export const RUN_TIMEOUT_EXIT_CODE = 124;
+export { RUN_TIMEOUT_EXIT_CODE, type Endpoint } from '@svc/core';
+export { containerName } from './container-config';
 
 /** How a DockerScheduler isolates and supervises containers. */
 export interface DockerSchedulerOptions extends EngineSchedulerOptions {
@@ -41,41 +46,10 @@ export interface DockerSchedulerOptions extends EngineSchedulerOptions {
   guardHost?: boolean;
   /** Host ports containers may still open connections to (the router's, for app-to-app calls). */
   hostPortsAllowed?: number[];
-  /** Back-off of crash restarts. */
-  backoff?: { initialMs?: number; maxMs?: number; resetAfterMs?: number };
+  /** Back-off of crash restarts (see the core's RestartBackoff; defaults 1 s, 60 s, 60 s). */
+  backoff?: Partial<RestartBackoff>;
   /** How often readiness is checked while a container starts. Default 100. */
   probeIntervalMs?: number;
-}
-
-/** Where a container of an app can be reached. */
-export interface Endpoint {
-  host: string;
-  port: number;
-  /** The container (its uuid), so that the router can stop sending to one being stopped. */
-  id: string;
-}
-
-interface Managed {
-  readonly spec: ContainerSpec;
-  readonly label: string;
-  readonly digest: string;
-  engineId: string | null;
-  address: string | null;
-  port: number;
-  state: ContainerState;
-  stopping: boolean;
-  stopped: Promise<void> | null;
-  launch: Promise<void> | null;
-  upSince: number | null;
-  failures: number;
-  restartTimer: NodeJS.Timeout | null;
-  lastLines: OutputTail;
-  /** Ends the log stream and the wait of the current engine container. */
-  watch: AbortController | null;
-  logsEnded: Promise<void> | null;
-  /** The engine container that was seen to exit, with its code (the wait may end before the container counts as up). */
-  exitSeen: { engineId: string; code: number | null } | null;
-  forgotten: boolean;
 }
 
 const messageOf = (error: unknown): string => engineReason(error);
@@ -94,7 +68,7 @@ export class DockerScheduler implements Scheduler {
   private readonly bridge: string;
   private readonly guard: boolean;
   private readonly hostPortsAllowed: number[];
-  private readonly backoff: { initialMs: number; maxMs: number; resetAfterMs: number };
+  private readonly backoff: RestartBackoff;
   private readonly probeIntervalMs: number;
   private readonly containers = new Map<string, Managed>();
   private readonly runs = new Map<string, Docker.Container>();
@@ -109,12 +83,8 @@ export class DockerScheduler implements Scheduler {
     this.bridge = options.bridge ?? 'svc-apps0';
     this.guard = options.guardHost ?? true;
     this.hostPortsAllowed = options.hostPortsAllowed ?? [];
-    this.backoff = {
-      initialMs: options.backoff?.initialMs ?? 1000,
-      maxMs: options.backoff?.maxMs ?? 60_000,
-      resetAfterMs: options.backoff?.resetAfterMs ?? 60_000,
-    };
-    this.probeIntervalMs = options.probeIntervalMs ?? 100;
+    this.backoff = restartBackoff(options.backoff);
+    this.probeIntervalMs = options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
   }
 
   /**
@@ -122,7 +92,8 @@ export class DockerScheduler implements Scheduler {
    * called by the first start or run, or at start-up to fail early.
    */
   prepare(): Promise<void> {
-    this.prepared ??= this.setUp().catch((error: unknown) => {
+    const network = { network: this.network, bridge: this.bridge, guard: this.guard, hostPortsAllowed: this.hostPortsAllowed };
+    this.prepared ??= preparePlatformNetwork(this.docker, this.base.instance, network, this.base.warn).catch((error: unknown) => {
       this.prepared = null;
       throw error;
     });
@@ -141,26 +112,7 @@ export class DockerScheduler implements Scheduler {
     this.assertOpen();
     if (this.containers.has(spec.id)) await this.stop(spec.id);
     this.assertOpen();
-    const managed: Managed = {
-      spec,
-      label: `${spec.type}.${spec.num} (v${spec.release})`,
-      digest: this.digest(spec),
-      engineId: null,
-      address: null,
-      port: DEFAULT_CONTAINER_PORT,
-      state: 'created',
-      stopping: false,
-      stopped: null,
-      launch: null,
-      upSince: null,
-      failures: 0,
-      restartTimer: null,
-      lastLines: new OutputTail(),
-      watch: null,
-      logsEnded: null,
-      exitSeen: null,
-      forgotten: false,
-    };
+    const managed = managedContainer(spec, containerDigest(this.base, this.network, spec), this.backoff);
     this.containers.set(spec.id, managed);
     try {
       memoryLimitBytes(spec.memory);
@@ -219,7 +171,7 @@ export class DockerScheduler implements Scheduler {
       AttachStderr: true,
       Tty: false,
       OpenStdin: false,
-      HostConfig: this.hostConfig(null, null),
+      HostConfig: hostConfigOf(this.base, this.network, null, null),
     });
     this.runs.set(name, created);
     try {
@@ -241,7 +193,7 @@ export class DockerScheduler implements Scheduler {
       }
       await waitAtMost(ended, 2000);
       stream.destroy();
-      const notes = timedOut ? [`killed after the timeout of ${spec.timeoutSeconds} s`] : [];
+      const notes = timedOut ? [runTimeoutNote(spec.timeoutSeconds)] : [];
       return { exitCode: timedOut ? RUN_TIMEOUT_EXIT_CODE : (status.StatusCode ?? 1), output: output.text(notes) };
     } finally {
       this.runs.delete(name);
@@ -261,10 +213,7 @@ export class DockerScheduler implements Scheduler {
 
   /** Where the `up` containers of one process type of an app listen (their address on the platform network), in number order. */
   endpoints(app: string, type: string): Endpoint[] {
-    return [...this.containers.values()]
-      .filter((c) => c.spec.app === app && c.spec.type === type && c.state === 'up' && c.address !== null)
-      .sort((a, b) => a.spec.num - b.spec.num)
-      .map((c) => ({ host: c.address as string, port: c.port, id: c.spec.id }));
+    return endpointsOf([...this.containers.values()].map((c) => ({ spec: c.spec, state: c.state, host: c.address, port: c.port })), app, type);
   }
 
   /**
@@ -315,47 +264,6 @@ export class DockerScheduler implements Scheduler {
     if (this.closing !== null) throw new Error('the scheduler is shutting down');
   }
 
-  private async setUp(): Promise<void> {
-    let network: Docker.NetworkInspectInfo | null = null;
-    try {
-      network = (await this.docker.getNetwork(this.network).inspect()) as Docker.NetworkInspectInfo;
-    } catch (error) {
-      if (engineStatus(error) !== 404) throw error;
-    }
-    if (network === null) {
-      try {
-        await this.docker.createNetwork({
-          Name: this.network,
-          Driver: 'bridge',
-          CheckDuplicate: true,
-          Options: { 'com.docker.network.bridge.enable_icc': 'false', 'com.docker.network.bridge.name': this.bridge },
-          Labels: { [LABELS.instance]: this.base.instance },
-        });
-      } catch (error) {
-        // Another controller created it meanwhile.
-        if (engineStatus(error) !== 409) throw error;
-      }
-      network = (await this.docker.getNetwork(this.network).inspect()) as Docker.NetworkInspectInfo;
-    }
-    const options = network.Options ?? {};
-    if (options['com.docker.network.bridge.enable_icc'] !== 'false') {
-      this.base.warn(`the network ${this.network} lets containers reach each other (com.docker.network.bridge.enable_icc is not false): remove it and let the scheduler create it`);
-    }
-    const bridge = options['com.docker.network.bridge.name'] ?? `br-${network.Id.slice(0, 12)}`;
-    if (this.guard) {
-      try {
-        await guardHostFromBridge(bridge, this.hostPortsAllowed);
-      } catch (error) {
-        this.base.warn(
-          `containers on ${this.network} can reach this host's services bound to all addresses through ${bridge}: ` +
-            `the iptables guard could not be installed (${messageOf(error)}); see docs/security.md`,
-        );
-      }
-    } else {
-      this.base.warn(`the host guard is off: containers on ${this.network} can reach this host's services bound to all addresses; see docs/security.md`);
-    }
-  }
-
   /** Creates, starts and watches a fresh engine container for the spec; resolves once it is up. */
   private async launch(managed: Managed): Promise<void> {
     const { spec } = managed;
@@ -373,19 +281,11 @@ export class DockerScheduler implements Scheduler {
       ...(spec.command === null ? {} : { Entrypoint: ['/bin/sh', '-c'], Cmd: [spec.command] }),
       Env: environmentList(spec.env, managed.port),
       User: containerUserFor(this.base.user, image),
-      Labels: {
-        [LABELS.instance]: this.base.instance,
-        [LABELS.app]: spec.app,
-        [LABELS.type]: spec.type,
-        [LABELS.num]: String(spec.num),
-        [LABELS.release]: String(spec.release),
-        [LABELS.container]: spec.id,
-        [LABELS.spec]: managed.digest,
-      },
+      Labels: containerLabels(this.base.instance, spec, managed.digest),
       ExposedPorts: { [`${managed.port}/tcp`]: {} },
       Tty: false,
       OpenStdin: false,
-      HostConfig: this.hostConfig(spec.memory, spec.cpu),
+      HostConfig: hostConfigOf(this.base, this.network, spec.memory, spec.cpu),
     });
     managed.engineId = container.id;
     if (managed.stopping) throw new Error('it was stopped before it was up');
@@ -395,7 +295,7 @@ export class DockerScheduler implements Scheduler {
     await this.watch(managed, container, 0);
     await this.waitUntilUp(managed, container);
     managed.state = 'up';
-    managed.upSince = Date.now();
+    managed.crashes.up(Date.now());
     this.event(spec.app, `${managed.label} is up${spec.type === 'web' ? ` at ${managed.address ?? '?'}:${managed.port}` : ''}`);
     // It may have exited between the last check and now: that is a crash.
     const seen = managed.exitSeen;
@@ -423,7 +323,7 @@ export class DockerScheduler implements Scheduler {
     const container = this.docker.getContainer(info.Id);
     await this.watch(managed, container, Math.floor(Date.now() / 1000));
     managed.state = 'up';
-    managed.upSince = Date.now();
+    managed.crashes.up(Date.now());
     this.event(spec.app, `${managed.label} adopted: still running from before the controller restarted`);
     return true;
   }
@@ -433,7 +333,7 @@ export class DockerScheduler implements Scheduler {
     const { spec } = managed;
     const watch = new AbortController();
     managed.watch = watch;
-    const source = `${spec.app}[${spec.type}.${spec.num}]`;
+    const source = outputSource(spec);
     const stream = (await container.logs({ follow: true, stdout: true, stderr: true, since, abortSignal: watch.signal })) as unknown as Readable;
     managed.logsEnded = followLines(stream, (_which, line) => {
       managed.lastLines.push(line);
@@ -460,47 +360,22 @@ export class DockerScheduler implements Scheduler {
       if (info === null) return new Error('its engine container is gone');
       if (info.State.Running) return null;
       await Promise.race([managed.logsEnded, sleep(1000)]);
-      return new Error(`it ${describeExit(info, spec.memory)} before it was up${this.lastOutput(managed)}`);
+      return new Error(`it ${describeExit(info, spec.memory)} before it was up${managed.lastLines.note()}`);
     };
-    if (spec.type !== 'web') {
-      await sleep(this.base.settleMs);
-      const failure = await failed();
-      if (failure) throw failure;
-      return;
-    }
     const address = managed.address;
-    if (address === null) {
+    if (spec.type === 'web' && address === null) {
       // A container that exited at once has left the network already: its exit is the reason.
       throw (await failed()) ?? new Error(`it has no address on the network ${this.network}`);
     }
-    const timeoutMs = startTimeoutOf(this.base, spec.env);
-    const deadline = Date.now() + timeoutMs;
-    const health = healthcheckUrl(spec.env.HEALTHCHECK_URL, address, managed.port);
-    let lastAnswer = 'no answer';
-    for (;;) {
-      const wait = Math.max(100, Math.min(2000, deadline - Date.now()));
-      if (health !== null) {
-        const status = await httpStatus(health, wait);
-        if (status !== null && status >= 200 && status < 300) return;
-        lastAnswer = status === null ? 'no answer' : `status ${status}`;
-      } else if (await acceptsConnections(address, managed.port, wait)) {
-        return;
-      }
-      const failure = await failed();
-      if (failure) throw failure;
-      if (Date.now() >= deadline) break;
-      await sleep(this.probeIntervalMs);
-    }
-    throw new Error(
-      health !== null
-        ? `HEALTHCHECK_URL ${new URL(health).pathname} did not answer 2xx within ${formatSeconds(timeoutMs)} (last: ${lastAnswer})${this.lastOutput(managed)}`
-        : `it did not accept connections on port ${managed.port} within ${formatSeconds(timeoutMs)}${this.lastOutput(managed)}`,
-    );
-  }
-
-  /** The last lines of the container's output (up to 20), for a failed start. */
-  private lastOutput(managed: Managed): string {
-    return lastOutputNote(managed.lastLines.lines());
+    await waitUntilUp({
+      check: readinessCheck(spec.type, spec.env, address ?? '', managed.port),
+      settleMs: this.base.settleMs,
+      timeoutMs: startTimeoutOf(this.base, spec.env),
+      probeIntervalMs: this.probeIntervalMs,
+      failed,
+      pause: sleep,
+      lastOutput: () => managed.lastLines.note(),
+    });
   }
 
   /** The engine container of an `up` container exited by itself: a crash, restarted after the back-off. */
@@ -510,13 +385,14 @@ export class DockerScheduler implements Scheduler {
     await Promise.race([managed.logsEnded, sleep(1000)]);
     if (managed.engineId !== engineId || managed.stopping || this.closing !== null) return;
     const reason = info ? describeExit(info, managed.spec.memory) : `exited with code ${code ?? '?'}`;
-    const now = Date.now();
-    if (managed.upSince !== null && now - managed.upSince >= this.backoff.resetAfterMs) managed.failures = 0;
-    managed.upSince = null;
-    const delay = Math.min(this.backoff.maxMs, this.backoff.initialMs * 2 ** managed.failures);
-    managed.failures++;
+    this.crashed(managed, `it ${reason}${managed.lastLines.note(1)}`);
+  }
+
+  /** Records a failure and schedules the next start after the back-off. */
+  private crashed(managed: Managed, reason: string): void {
+    const delay = managed.crashes.failed(Date.now());
     managed.state = 'crashed';
-    this.event(managed.spec.app, `${managed.label} crashed: it ${reason}${lastOutputNote(managed.lastLines.last())}; starting it again in ${formatSeconds(delay)}`);
+    this.event(managed.spec.app, `${managed.label} crashed: ${reason}; starting it again in ${formatSeconds(delay)}`);
     managed.restartTimer = setTimeout(() => void this.restart(managed), delay);
     managed.restartTimer.unref();
   }
@@ -529,12 +405,7 @@ export class DockerScheduler implements Scheduler {
       await managed.launch;
     } catch (error) {
       if (managed.stopping || this.closing !== null) return;
-      const delay = Math.min(this.backoff.maxMs, this.backoff.initialMs * 2 ** managed.failures);
-      managed.failures++;
-      managed.state = 'crashed';
-      this.event(managed.spec.app, `${managed.label} crashed: ${messageOf(error)}; starting it again in ${formatSeconds(delay)}`);
-      managed.restartTimer = setTimeout(() => void this.restart(managed), delay);
-      managed.restartTimer.unref();
+      this.crashed(managed, messageOf(error));
     } finally {
       managed.launch = null;
     }
@@ -594,63 +465,7 @@ export class DockerScheduler implements Scheduler {
     }
   }
 
-  /** The engine's settings of a container; the app's memory and cpu, or the defaults when it sets none (one-off commands: the defaults). */
-  private hostConfig(ownMemory: string | null, ownCpu: number | null): Docker.HostConfig {
-    const { memoryBytes: bytes, nanoCpus, cpuShares: cpu } = containerLimits(ownMemory, ownCpu, { memory: this.base.defaultMemory, cpu: this.base.defaultCpu });
-    return {
-      NetworkMode: this.network,
-      CapDrop: ['ALL'],
-      SecurityOpt: ['no-new-privileges'],
-      PidsLimit: this.base.pidsLimit,
-      Init: true,
-      RestartPolicy: { Name: 'no' },
-      LogConfig: this.base.logConfig as Docker.HostConfig['LogConfig'],
-      ReadonlyRootfs: this.base.readonlyRootfs,
-      ...(this.base.readonlyRootfs ? { Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=64m' } } : {}),
-      ...(bytes === null ? {} : { Memory: bytes, MemorySwap: bytes }),
-      ...(nanoCpus === null ? {} : { NanoCpus: nanoCpus }),
-      ...(cpu !== null && cpu > 1 ? { CpuShares: Math.round(cpu) } : {}),
-    };
-  }
-
-  /** Everything a container is created from, as a digest: only an identical container is adopted. */
-  private digest(spec: ContainerSpec): string {
-    return digestOf([
-      spec.app,
-      spec.type,
-      spec.num,
-      spec.release,
-      spec.image,
-      spec.command,
-      sortedEntries(spec.env),
-      spec.memory,
-      spec.cpu,
-      this.base.user,
-      this.base.pidsLimit,
-      this.base.readonlyRootfs,
-      this.network,
-      this.base.defaultMemory,
-      this.base.defaultCpu,
-    ]);
-  }
-
   private event(app: string, message: string): void {
     this.log.write(app, SCHEDULER_LOG_SOURCE, message);
   }
-}
-
-/** The engine container's name for a platform container uuid. */
-export function containerName(id: string): string {
-  return `svc-${id}`;
-}
-
-function addressOn(info: Docker.ContainerInspectInfo, network: string): string | null {
-  const address = info.NetworkSettings.Networks[network]?.IPAddress;
-  return address ? address : null;
-}
-
-function describeExit(info: Docker.ContainerInspectInfo, memory: string | null): string {
-  if (info.State.OOMKilled) return `was killed for exceeding its memory limit of ${memory ?? '?'} (out of memory)`;
-  if (info.State.Error) return `failed: ${info.State.Error}`;
-  return `exited with code ${info.State.ExitCode}`;
 }

@@ -1,8 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
 import Docker from 'dockerode';
-import { memoryLimitBytes } from '@svc/core';
+import { LineSplitter, memoryLimitBytes } from '@svc/core';
+
+// What the engine schedulers share with the process scheduler is the core's and the supervisor
+// kit's; the Swarm scheduler and the compile steps import it from here.
+export { CappedOutput, FAILURE_OUTPUT_LINES as LAST_OUTPUT_LINES, LineSplitter, MAX_LINE_LENGTH, OutputTail, formatSeconds, lastOutputNote, shownOutputLine } from '@svc/core';
+export { sleep } from '@svc/supervisor-node';
 
 /** The engine's default address when DOCKER_HOST is unset. */
 export const DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock';
@@ -89,6 +93,26 @@ export function engineReason(error: unknown): string {
   return typeof reason === 'string' && !message ? reason : message.replace(/^\(HTTP code \d+\) [a-z ]+ - /, '').trim();
 }
 
+/**
+ * The engine's network of that name, created from `create` when the engine has none (one
+ * another controller creates meanwhile is taken as it is).
+ * @throws Error when the engine refuses to inspect or create it.
+ */
+export async function ensureNetwork(docker: Docker, create: Docker.NetworkCreateOptions): Promise<Docker.NetworkInspectInfo> {
+  try {
+    return (await docker.getNetwork(create.Name).inspect()) as Docker.NetworkInspectInfo;
+  } catch (error) {
+    if (engineStatus(error) !== 404) throw error;
+  }
+  try {
+    await docker.createNetwork(create);
+  } catch (error) {
+    // Another controller created it meanwhile.
+    if (engineStatus(error) !== 409) throw error;
+  }
+  return (await docker.getNetwork(create.Name).inspect()) as Docker.NetworkInspectInfo;
+}
+
 /** Which stream a frame of a container's output came from. */
 export type OutputStream = 'stdout' | 'stderr';
 
@@ -118,71 +142,6 @@ export class FrameDemultiplexer {
       if (type === 3) this.onEngineError(payload.toString('utf8').trim());
       else this.onFrame(type === 2 ? 'stderr' : 'stdout', payload);
     }
-  }
-}
-
-/** Lines longer than this are cut into several log lines. */
-export const MAX_LINE_LENGTH = 16 * 1024;
-
-/** Splits a byte stream into text lines, across chunk boundaries and multi-byte characters. */
-export class LineSplitter {
-  private readonly decoder = new StringDecoder('utf8');
-  private pending = '';
-
-  push(chunk: Buffer): string[] {
-    this.pending += this.decoder.write(chunk);
-    const lines = this.pending.split('\n');
-    this.pending = lines.pop() ?? '';
-    while (this.pending.length > MAX_LINE_LENGTH) {
-      lines.push(this.pending.slice(0, MAX_LINE_LENGTH));
-      this.pending = this.pending.slice(MAX_LINE_LENGTH);
-    }
-    return lines.flatMap((line) => cut(line.endsWith('\r') ? line.slice(0, -1) : line));
-  }
-
-  /** The last line without a line end, if any. */
-  end(): string[] {
-    const rest = this.pending + this.decoder.end();
-    this.pending = '';
-    return rest === '' ? [] : cut(rest);
-  }
-}
-
-function cut(line: string): string[] {
-  if (line.length <= MAX_LINE_LENGTH) return [line];
-  const parts: string[] = [];
-  for (let at = 0; at < line.length; at += MAX_LINE_LENGTH) parts.push(line.slice(at, at + MAX_LINE_LENGTH));
-  return parts;
-}
-
-/**
- * Keeps a one-off command's output up to a byte limit (notes included) and drops the rest,
- * ending with a note when it was cut.
- */
-export class CappedOutput {
-  private readonly chunks: Buffer[] = [];
-  private kept = 0;
-
-  constructor(private readonly limit: number) {}
-
-  push(chunk: Buffer): void {
-    const room = this.limit + 1 - this.kept;
-    if (room <= 0) return;
-    const part = chunk.length <= room ? chunk : chunk.subarray(0, room);
-    this.chunks.push(part);
-    this.kept += part.length;
-  }
-
-  text(notes: string[] = []): string {
-    const all = Buffer.concat(this.chunks);
-    const tail = notes.map((note) => `\n[${note}]`).join('');
-    const tailBytes = Buffer.byteLength(tail);
-    if (all.length + tailBytes <= this.limit) return all.toString('utf8') + tail;
-    const truncated = `\n[output truncated at ${this.limit} bytes]`;
-    let end = Math.max(0, this.limit - tailBytes - Buffer.byteLength(truncated));
-    // Never cut a UTF-8 character: step back over continuation bytes.
-    while (end > 0 && ((all[end] ?? 0) & 0xc0) === 0x80) end--;
-    return all.subarray(0, end).toString('utf8') + truncated + tail;
   }
 }
 
@@ -236,18 +195,12 @@ export function digestOf(parts: unknown[]): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('hex');
 }
 
-/** Resolves after `ms`. */
-export const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
-
 /** Waits for `promise` at most `ms` (its outcome is ignored), leaving no timer behind. */
 export async function waitAtMost(promise: Promise<unknown>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   await Promise.race([promise.catch(() => undefined), new Promise<void>((done) => (timer = setTimeout(done, ms)))]);
   clearTimeout(timer);
 }
-
-/** A duration for the app's log: `2.5 s`. */
-export const formatSeconds = (ms: number): string => `${Number((ms / 1000).toFixed(1))} s`;
 
 /**
  * Follows the engine's multiplexed output stream (container or service logs, attach): calls
@@ -283,54 +236,4 @@ export async function followLines(stream: Readable, onLine: (which: OutputStream
   );
   for (const line of lines.stdout.end()) onLine('stdout', line);
   for (const line of lines.stderr.end()) onLine('stderr', line);
-}
-
-/** How many of a container's last lines of output a failed start shows. */
-export const LAST_OUTPUT_LINES = 20;
-
-/** The longest line a failure's reason shows of the output, in characters. */
-const LAST_LINE_CHARS = 200;
-
-/** The last lines a process printed, at most `size` of them. */
-export class OutputTail {
-  private readonly kept: string[] = [];
-
-  constructor(private readonly size = LAST_OUTPUT_LINES) {}
-
-  push(line: string): void {
-    this.kept.push(line);
-    if (this.kept.length > this.size) this.kept.shift();
-  }
-
-  clear(): void {
-    this.kept.length = 0;
-  }
-
-  /** The kept lines, oldest first. */
-  lines(): string[] {
-    return [...this.kept];
-  }
-
-  /** The newest line, or null. */
-  last(): string | null {
-    return this.kept[this.kept.length - 1] ?? null;
-  }
-}
-
-/** One line of output as a failure's reason shows it: trimmed, control characters escaped (`\\u001b`), at most 200 characters. */
-export function shownOutputLine(line: string): string {
-  // eslint-disable-next-line no-control-regex -- escaping control characters is the point
-  const text = line.trim().replace(/[\u0000-\u001f\u007f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
-  return text.length > LAST_LINE_CHARS ? `${text.slice(0, LAST_LINE_CHARS)}…` : text;
-}
-
-/**
- * The last lines of output as the end of a failure's reason (`; last output: ...`, one line
- * after the other, the blank ones left out, each shortened); empty when there is none. A
- * single line (a crash's log line) stays on the reason's line.
- */
-export function lastOutputNote(lines: string | readonly string[] | null): string {
-  const shown = (lines === null ? [] : typeof lines === 'string' ? [lines] : lines).map(shownOutputLine).filter((line) => line !== '');
-  if (shown.length === 0) return '';
-  return `; last output: ${shown.join('\n')}`;
 }

@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { BatchedLogWriter, memoryLimitBytes, type Clock, type LogStore } from '@svc/core';
+import { BatchedLogWriter, SCHEDULER_LOG_SOURCE, memoryLimitBytes, startTimeoutOf as startTimeout, type Clock, type LogStore } from '@svc/core';
 import { ImagePuller } from './images';
 import type { RegistryLogin } from './registry-login';
 
@@ -78,15 +78,13 @@ export interface EngineScheduling {
 
 /**
  * How long a container of `env` may take to start: its own `HEALTHCHECK_TIMEOUT` (seconds),
- * at most the scheduler's `startTimeoutMs`.
+ * at most the scheduler's `startTimeoutMs` (the core's rule).
  */
 export function startTimeoutOf(base: Pick<EngineScheduling, 'startTimeoutMs'>, env: Record<string, string>): number {
-  const own = Number(env.HEALTHCHECK_TIMEOUT);
-  return Number.isFinite(own) && own > 0 ? Math.min(own * 1000, base.startTimeoutMs) : base.startTimeoutMs;
+  return startTimeout(base.startTimeoutMs, env);
 }
 
-/** The source of the lines the engine schedulers write to an app's log. */
-export const SCHEDULER_LOG_SOURCE = 'svc[scheduler]';
+export { SCHEDULER_LOG_SOURCE } from '@svc/core';
 
 const systemClock: Clock = { now: () => new Date() };
 

@@ -166,7 +166,7 @@ describeWithEngine('DockerScheduler (real engine)', () => {
     const s = spec({ command: 'i=1; while [ $i -le 30 ]; do echo "trace line $i"; i=$((i+1)); done; printf "bell \\007 end\\n"; exit 4' });
     const failure = (await t.scheduler.start(s).catch((error: unknown) => error)) as Error;
     const lines = Array.from({ length: 19 }, (_, i) => `trace line ${i + 12}`);
-    expect(failure.message).toBe(`it exited with code 4 before it was up; last output: ${[...lines, 'bell \\u0007 end'].join('\n')}`);
+    expect(failure.message).toBe(`it exited with code 4 before it was up; last output: ${[...lines, 'bell \\x07 end'].join('\n')}`);
   });
 
   it('fails a start of an image no registry has, with the engine reason, as the request fault, and keeps nothing', async () => {

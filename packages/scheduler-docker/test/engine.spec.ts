@@ -1,4 +1,4 @@
-import { FrameDemultiplexer, OutputTail, dockerHostOptions, lastOutputNote, nanoCpusForShares } from '../src';
+import { FrameDemultiplexer, dockerHostOptions, nanoCpusForShares } from '../src';
 
 function frame(type: number, text: string): Buffer {
   const payload = Buffer.from(text);
@@ -58,27 +58,5 @@ describe('limits', () => {
     expect(nanoCpusForShares(1)).toBe(1e7);
     expect(nanoCpusForShares(0)).toBeNull();
     expect(nanoCpusForShares(null)).toBeNull();
-  });
-});
-
-describe('lastOutputNote and OutputTail', () => {
-  it('keeps the last 20 lines of output, oldest first', () => {
-    const tail = new OutputTail();
-    for (let i = 1; i <= 25; i++) tail.push(`line ${i}`);
-    expect(tail.lines()).toEqual(Array.from({ length: 20 }, (_, i) => `line ${i + 6}`));
-    expect(tail.last()).toBe('line 25');
-    tail.clear();
-    expect(tail.lines()).toEqual([]);
-  });
-
-  it('shows every kept line on a line of its own, blank ones left out, each escaped and cut at 200 characters', () => {
-    const note = lastOutputNote(['Error: boom', '', '  at main.js:3  ', `\u001b[31mred\u001b[0m`, 'x'.repeat(300)]);
-    expect(note).toBe(`; last output: Error: boom\nat main.js:3\n\\u001b[31mred\\u001b[0m\n${'x'.repeat(200)}…`);
-  });
-
-  it('keeps a single line on the reason\'s line, and is empty without output', () => {
-    expect(lastOutputNote('bye')).toBe('; last output: bye');
-    expect(lastOutputNote(null)).toBe('');
-    expect(lastOutputNote(['', '  '])).toBe('');
   });
 });

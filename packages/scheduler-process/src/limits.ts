@@ -14,8 +14,5 @@ export function niceForCpuShares(shares: number | null): number {
   return Math.min(MAX_NICE, Math.max(0, steps));
 }
 
-/** A duration in milliseconds for people, in seconds, e.g. `1 s`, `0.5 s`. */
-export function formatSeconds(ms: number): string {
-  const seconds = ms / 1000;
-  return `${Number.isInteger(seconds) ? seconds : Number(seconds.toFixed(1))} s`;
-}
+// Build steps and the source compiler import it from here; the rule is the core's.
+export { formatSeconds } from '@svc/core';

@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import type { Readable, Writable } from 'node:stream';
 import { constants } from 'node:os';
 import { groupMembers, namespaceMembers, procAvailable, readStat } from './proc';
+import { sleep } from '@svc/supervisor-node';
 import type { SandboxedCommand } from './sandbox';
 
 /** How a process ended: an exit code, or the signal that killed it. */
@@ -343,4 +344,15 @@ export function exitCodeOf(status: ExitStatus): number {
 /** How a process ended, in words: `exited with code 1`, `was killed by SIGKILL`. */
 export function describeExit(status: ExitStatus): string {
   return status.code !== null ? `exited with code ${status.code}` : `was killed by ${status.signal ?? 'a signal'}`;
+}
+
+/** Waits for the output of a finished one-off command, then kills anything of it still running. */
+export async function drainGroup(group: ProcessGroup): Promise<void> {
+  const closed = await Promise.race([group.outputClosed.then(() => true), sleep(500).then(() => false)]);
+  if (await group.alive()) {
+    group.signal('SIGKILL');
+    await waitUntilGone(group, 2000);
+  }
+  // A process outside the group (it changed its session) may still hold the pipes.
+  if (!closed && !(await Promise.race([group.outputClosed.then(() => true), sleep(1000).then(() => false)]))) group.detachOutput();
 }

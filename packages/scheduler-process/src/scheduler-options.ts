@@ -1,16 +1,9 @@
-import type { Clock, LogStore } from '@svc/core';
+import type { Clock, LogStore, RestartBackoff } from '@svc/core';
 import type { PortRange } from './ports';
 import type { SandboxOptions } from './sandbox';
 
-/** How long a crashed process waits before it is started again. */
-export interface BackoffOptions {
-  /** The first wait; each crash in a row doubles it. Default 1000. */
-  initialMs?: number;
-  /** The longest wait. Default 60000. */
-  maxMs?: number;
-  /** A process that stayed up this long starts over from the first wait when it crashes. Default 60000. */
-  resetAfterMs?: number;
-}
+/** How long a crashed process waits before it is started again (see the core's RestartBackoff; defaults 1 s, 60 s, 60 s). */
+export type BackoffOptions = Partial<RestartBackoff>;
 
 /** How a ProcessScheduler runs processes. */
 export interface ProcessSchedulerOptions {
@@ -65,10 +58,5 @@ export interface SandboxStatus {
   problem: string | null;
 }
 
-/** Where a process of an app can be reached. */
-export interface Endpoint {
-  host: string;
-  port: number;
-  /** The container listening there. */
-  id: string;
-}
+/** Where a process of an app can be reached (the core's). */
+export type { Endpoint } from '@svc/core';

@@ -1,4 +1,5 @@
 import type { LogEntry } from './entities';
+import { KeyedQueue } from './keyed-queue';
 import type { Clock, LogStore } from '../ports/services';
 
 /** How long lines wait to be written together. */
@@ -13,7 +14,7 @@ const FLUSH_LINES = 500;
  */
 export class BatchedLogWriter {
   private readonly pending = new Map<string, LogEntry[]>();
-  private readonly chains = new Map<string, Promise<void>>();
+  private readonly writes = new KeyedQueue();
   private timer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(
@@ -33,13 +34,13 @@ export class BatchedLogWriter {
   /** Writes everything queued and resolves once every write has finished. */
   async flush(): Promise<void> {
     this.flushAll();
-    await Promise.all([...this.chains.values()]);
+    await this.writes.settled();
   }
 
   /** Writes what is queued for one app and resolves once its writes have finished. */
   async flushApp(app: string): Promise<void> {
     this.startWrite(app);
-    await this.chains.get(app);
+    await this.writes.settled(app);
   }
 
   private flushAll(): void {
@@ -52,11 +53,7 @@ export class BatchedLogWriter {
     const entries = this.pending.get(app);
     this.pending.delete(app);
     if (!entries || entries.length === 0) return;
-    const previous = this.chains.get(app) ?? Promise.resolve();
-    const next = previous.then(() => this.logs.append(app, entries)).catch(() => undefined);
-    this.chains.set(app, next);
-    void next.then(() => {
-      if (this.chains.get(app) === next) this.chains.delete(app);
-    });
+    // A failing store loses these lines; the next write of the app still happens.
+    this.writes.run(app, () => this.logs.append(app, entries)).catch(() => undefined);
   }
 }

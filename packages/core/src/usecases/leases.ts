@@ -2,6 +2,7 @@ import { Unavailable } from '../errors';
 import type { DeployLease } from '../model/entities';
 import type { Repositories, UnitOfWork } from '../ports/repositories';
 import type { RandomSource, Scheduler } from '../ports/services';
+import { KeyedQueue } from '../model/keyed-queue';
 import { logEvent, type CoreDependencies } from './context';
 import { schedulerUnavailable } from './scheduler-failure';
 
@@ -19,35 +20,6 @@ const LONGEST_POLL_MS = 200;
 export function jittered(delay: number, random: RandomSource): number {
   const whole = Math.max(1, Math.round(delay));
   return Math.floor(whole / 2) + random.int(whole);
-}
-
-/** Runs tasks of one key one after another in arrival order; tasks of different keys run side by side. */
-export class KeyedQueue {
-  private readonly tails = new Map<string, Promise<void>>();
-
-  /** Runs `task` once every earlier task of `key` has settled. */
-  async run<T>(key: string, task: () => Promise<T>): Promise<T> {
-    const previous = this.tails.get(key) ?? Promise.resolve();
-    let done!: () => void;
-    const finished = new Promise<void>((resolve) => {
-      done = resolve;
-    });
-    const tail = previous.then(() => finished);
-    this.tails.set(key, tail);
-    await previous;
-    try {
-      return await task();
-    } finally {
-      done();
-      // The last task of a key leaves no entry behind.
-      if (this.tails.get(key) === tail) this.tails.delete(key);
-    }
-  }
-
-  /** How many keys have a task running or waiting. */
-  get size(): number {
-    return this.tails.size;
-  }
 }
 
 // One queue per database: every set of use cases built on the same unit of work shares it,

@@ -1,10 +1,10 @@
 import { request } from 'node:http';
 import { connect } from 'node:net';
 
-/** Whether a TCP connection to host:port is accepted within `timeoutMs`. */
+/** Whether a TCP connection to host:port (a name, an IPv4 or an IPv6 address) is accepted within `timeoutMs`. */
 export function acceptsConnections(host: string, port: number, timeoutMs: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect({ host, port });
+    const socket = connect({ host: host.replace(/^\[(.*)\]$/, '$1'), port });
     const done = (result: boolean): void => {
       socket.removeAllListeners();
       socket.on('error', () => undefined);
@@ -38,25 +38,4 @@ export function httpStatus(url: string, timeoutMs: number): Promise<number | nul
     req.once('error', () => finish(null));
     req.end();
   });
-}
-
-/**
- * Where the health check of a process on host:port asks: HEALTHCHECK_URL is a path
- * (`/health`) or a URL whose path and query are used; the host is always the process.
- * Null when the value is empty.
- */
-export function healthcheckUrl(value: string | undefined, host: string, port: number): string | null {
-  const text = value?.trim() ?? '';
-  if (text === '') return null;
-  let path = text;
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) {
-    try {
-      const parsed = new URL(text);
-      path = `${parsed.pathname}${parsed.search}`;
-    } catch {
-      path = '/';
-    }
-  }
-  if (!path.startsWith('/')) path = `/${path}`;
-  return `http://${host}:${port}${path}`;
 }

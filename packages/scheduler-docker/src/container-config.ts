@@ -1,0 +1,83 @@
+import type Docker from 'dockerode';
+import type { ContainerSpec } from '@svc/core';
+import { LABELS, containerLimits, digestOf, sortedEntries } from './engine';
+import type { EngineScheduling } from './options';
+
+/** What of the scheduler's settings a container's configuration depends on. */
+export type ContainerSettings = Pick<EngineScheduling, 'instance' | 'user' | 'pidsLimit' | 'readonlyRootfs' | 'defaultMemory' | 'defaultCpu' | 'logConfig'>;
+
+/**
+ * The engine's settings of a container on `network`: no capabilities, no new privileges, an
+ * init, the pids limit, no engine restarts (the scheduler restarts), the app's memory and cpu
+ * or the defaults when it sets none (one-off commands: the defaults).
+ * @throws ValidationFailed (from the core) when a memory value is not a size.
+ */
+export function hostConfigOf(settings: ContainerSettings, network: string, ownMemory: string | null, ownCpu: number | null): Docker.HostConfig {
+  const { memoryBytes: bytes, nanoCpus, cpuShares: cpu } = containerLimits(ownMemory, ownCpu, { memory: settings.defaultMemory, cpu: settings.defaultCpu });
+  return {
+    NetworkMode: network,
+    CapDrop: ['ALL'],
+    SecurityOpt: ['no-new-privileges'],
+    PidsLimit: settings.pidsLimit,
+    Init: true,
+    RestartPolicy: { Name: 'no' },
+    LogConfig: settings.logConfig as Docker.HostConfig['LogConfig'],
+    ReadonlyRootfs: settings.readonlyRootfs,
+    ...(settings.readonlyRootfs ? { Tmpfs: { '/tmp': 'rw,nosuid,nodev,size=64m' } } : {}),
+    ...(bytes === null ? {} : { Memory: bytes, MemorySwap: bytes }),
+    ...(nanoCpus === null ? {} : { NanoCpus: nanoCpus }),
+    ...(cpu !== null && cpu > 1 ? { CpuShares: Math.round(cpu) } : {}),
+  };
+}
+
+/** Everything a container is created from, as a digest: only an identical container is adopted. */
+export function containerDigest(settings: ContainerSettings, network: string, spec: ContainerSpec): string {
+  return digestOf([
+    spec.app,
+    spec.type,
+    spec.num,
+    spec.release,
+    spec.image,
+    spec.command,
+    sortedEntries(spec.env),
+    spec.memory,
+    spec.cpu,
+    settings.user,
+    settings.pidsLimit,
+    settings.readonlyRootfs,
+    network,
+    settings.defaultMemory,
+    settings.defaultCpu,
+  ]);
+}
+
+/** The labels of an app's container: who owns it, what it runs, and the digest it was made from. */
+export function containerLabels(instance: string, spec: ContainerSpec, digest: string): Record<string, string> {
+  return {
+    [LABELS.instance]: instance,
+    [LABELS.app]: spec.app,
+    [LABELS.type]: spec.type,
+    [LABELS.num]: String(spec.num),
+    [LABELS.release]: String(spec.release),
+    [LABELS.container]: spec.id,
+    [LABELS.spec]: digest,
+  };
+}
+
+/** The engine container's name for a platform container uuid. */
+export function containerName(id: string): string {
+  return `svc-${id}`;
+}
+
+/** The container's address on the network, or null when it has none (it is not, or no longer, attached). */
+export function addressOn(info: Pick<Docker.ContainerInspectInfo, 'NetworkSettings'>, network: string): string | null {
+  const address = info.NetworkSettings.Networks[network]?.IPAddress;
+  return address ? address : null;
+}
+
+/** How a container ended, for the app's log: out of memory, the engine's error, or its exit code. */
+export function describeExit(info: Pick<Docker.ContainerInspectInfo, 'State'>, memory: string | null): string {
+  if (info.State.OOMKilled) return `was killed for exceeding its memory limit of ${memory ?? '?'} (out of memory)`;
+  if (info.State.Error) return `failed: ${info.State.Error}`;
+  return `exited with code ${info.State.ExitCode}`;
+}

@@ -5,6 +5,7 @@ import {
   CappedOutput,
   DEFAULT_PROBE_INTERVAL_MS,
   RUN_TIMEOUT_EXIT_CODE,
+  SCHEDULER_LOG_SOURCE,
   endpointsOf,
   formatSeconds,
   memoryLimitBytes,
@@ -24,7 +25,7 @@ import {
 import { acceptsConnections, sleep, waitUntilUp } from '@svc/supervisor-node';
 import { LABELS, engineReason, engineStatus, environmentList, followFrames, followLines, waitAtMost } from './engine';
 import { containerUserFor } from './container-user';
-import { SCHEDULER_LOG_SOURCE, engineScheduling, startTimeoutOf, type EngineScheduling, type EngineSchedulerOptions } from './options';
+import { engineScheduling, startTimeoutOf, type EngineScheduling, type EngineSchedulerOptions } from './options';
 import { DEFAULT_CONTAINER_PORT, ImageNotFound, assertRunnable, containerPortFor } from './images';
 import { addressOn, containerDigest, containerLabels, containerName, describeExit, hostConfigOf } from './container-config';
 import { preparePlatformNetwork } from './platform-network';

@@ -28,7 +28,8 @@ export {
   nanoCpusForShares,
   pingEngine,
 } from './engine';
-export { SCHEDULER_LOG_SOURCE, type EngineSchedulerOptions } from './options';
+export type { EngineSchedulerOptions } from './options';
+export { SCHEDULER_LOG_SOURCE } from '@svc/core';
 export type { RegistryLogin } from './registry-login';
 export { MEMBERS_LABEL, SwarmScheduler, drainScript, healthScript, parseServiceLogLine, type SwarmSchedulerOptions } from './swarm';
 export { guardChainName, guardHostFromBridge, unguardHostFromBridge } from './host-guard';

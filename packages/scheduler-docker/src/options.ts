@@ -84,7 +84,6 @@ export function startTimeoutOf(base: Pick<EngineScheduling, 'startTimeoutMs'>, e
   return startTimeout(base.startTimeoutMs, env);
 }
 
-export { SCHEDULER_LOG_SOURCE } from '@svc/core';
 
 const systemClock: Clock = { now: () => new Date() };
 

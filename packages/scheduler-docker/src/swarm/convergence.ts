@@ -4,7 +4,8 @@
  * to stop have stopped.
  */
 import type Docker from 'dockerode';
-import { formatSeconds, lastOutputNote, sleep } from '../engine';
+import { formatSeconds, lastOutputNote } from '@svc/core';
+import { sleep } from '@svc/supervisor-node';
 import { TASK_FAILED_STATES, TASK_LIVE_STATES, callEngine, listTasks, type ServiceInfo, type TaskInfo } from './api';
 import { taskView, type Service, type TaskView } from './members';
 import { replicasOf } from './service-spec';

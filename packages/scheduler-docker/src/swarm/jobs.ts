@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { RunResult, RunSpec } from '@svc/core';
 import { RUN_TIMEOUT_EXIT_CODE } from '../docker-scheduler';
-import { sleep } from '../engine';
+import { sleep } from '@svc/supervisor-node';
 import { containerPortFor } from '../images';
 import { containerUserFor } from '../container-user';
 import { authFor } from '../registry-login';

@@ -5,7 +5,8 @@
  * tasks. Pure: the engine is not asked.
  */
 import type { ContainerState } from '@svc/core';
-import { LABELS, OutputTail } from '../engine';
+import { OutputTail } from '@svc/core';
+import { LABELS } from '../engine';
 import { TASK_FAILED_STATES, TASK_LIVE_STATES, type ServiceInfo, type TaskInfo } from './api';
 import { MEMBERS_LABEL, type Member } from './service-spec';
 

@@ -4,7 +4,7 @@ import type { Endpoint } from '../docker-scheduler';
 import { LABELS } from '../engine';
 import { assertRunnable, containerPortFor, imageCommand } from '../images';
 import { containerUserFor } from '../container-user';
-import { SCHEDULER_LOG_SOURCE } from '../options';
+import { SCHEDULER_LOG_SOURCE } from '@svc/core';
 import { callEngine, listTasks, type ServiceInfo } from './api';
 import { runJob } from './jobs';
 import { memberState, membersOf, pairs, runningTasks, serviceOf, taskView, type Service, type TaskView } from './members';

@@ -8,9 +8,9 @@
  */
 import type Docker from 'dockerode';
 import type { BatchedLogWriter, ContainerSpec } from '@svc/core';
-import { OutputTail, engineReason, engineStatus } from '../engine';
-import { SCHEDULER_LOG_SOURCE } from '../options';
-import { acceptsConnections } from '../readiness';
+import { OutputTail, SCHEDULER_LOG_SOURCE } from '@svc/core';
+import { acceptsConnections } from '@svc/supervisor-node';
+import { engineReason, engineStatus } from '../engine';
 import { authFor, type RegistryAuth } from '../registry-login';
 import { callEngine, type ServiceInfo, type ServiceSpec, type TaskTemplate } from './api';
 import { converge, taskIds, waitForStops, type Convergence } from './convergence';

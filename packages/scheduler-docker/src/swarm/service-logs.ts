@@ -4,7 +4,9 @@
  */
 import type Docker from 'dockerode';
 import type { BatchedLogWriter } from '@svc/core';
-import { CappedOutput, followFrames, followLines, sleep, waitAtMost } from '../engine';
+import { CappedOutput } from '@svc/core';
+import { sleep } from '@svc/supervisor-node';
+import { followFrames, followLines, waitAtMost } from '../engine';
 import { streamFromEngine } from './api';
 import type { Service } from './members';
 

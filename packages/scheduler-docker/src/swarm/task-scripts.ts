@@ -2,7 +2,7 @@
  * The shell scripts a routed task runs inside its container: the drain wrapper around its
  * command, and its health check.
  */
-import { healthcheckPath } from '../readiness';
+import { healthcheckPath } from '@svc/core';
 
 /**
  * The command every routed task runs under: its own command in the background; on SIGTERM it

@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import type { ContainerSpec } from '@svc/core';
-import { LABELS, containerLimits, digestOf, sortedEntries } from './engine';
+import { LABELS, containerLimits, digestOf, runParts } from './engine';
 import type { EngineScheduling } from './options';
 
 /** What of the scheduler's settings a container's configuration depends on. */
@@ -37,11 +37,7 @@ export function containerDigest(settings: ContainerSettings, network: string, sp
     spec.type,
     spec.num,
     spec.release,
-    spec.image,
-    spec.command,
-    sortedEntries(spec.env),
-    spec.memory,
-    spec.cpu,
+    ...runParts(spec),
     settings.user,
     settings.pidsLimit,
     settings.readonlyRootfs,

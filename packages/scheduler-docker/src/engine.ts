@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
-import { LineSplitter, memoryLimitBytes } from '@svc/core';
+import { LineSplitter, memoryLimitBytes, type ContainerSpec } from '@svc/core';
 
 // What the engine schedulers share with the process scheduler is the core's and the supervisor
 // kit's; the Swarm scheduler and the compile steps import it from here.
@@ -188,6 +188,11 @@ export function environmentList(env: Record<string, string>, port: number): stri
 /** The environment's entries in key order, so that a digest does not depend on the order they were set in. */
 export function sortedEntries(env: Record<string, string>): Array<[string, string]> {
   return Object.entries(env).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** What a container runs, in the order every digest lists it: image, command, environment, memory and CPU. */
+export function runParts(spec: Pick<ContainerSpec, 'image' | 'command' | 'env' | 'memory' | 'cpu'>): unknown[] {
+  return [spec.image, spec.command, sortedEntries(spec.env), spec.memory, spec.cpu];
 }
 
 /** A digest of everything an engine object is made from: only an identical one is adopted. */

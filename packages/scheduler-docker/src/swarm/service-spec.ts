@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { IMAGE_PROCESS_TYPE, type ContainerSpec, type RunSpec } from '@svc/core';
-import { LABELS, containerLimits, digestOf, environmentList, sortedEntries, type ContainerLimits } from '../engine';
+import { LABELS, containerLimits, digestOf, environmentList, runParts, type ContainerLimits } from '../engine';
 import { startTimeoutOf, type EngineScheduling } from '../options';
 import type { ServiceSpec, TaskTemplate } from './api';
 import { drainScript, healthScript } from './task-scripts';
@@ -68,11 +68,7 @@ export function specDigest(settings: SpecSettings, spec: ContainerSpec, own: num
     spec.app,
     spec.type,
     spec.release,
-    spec.image,
-    spec.command,
-    sortedEntries(spec.env),
-    spec.memory,
-    spec.cpu,
+    ...runParts(spec),
     port,
     base.user,
     base.pidsLimit,

@@ -90,10 +90,14 @@ export function describeSchedulerContract(label: string, setup: SchedulerContrac
       opened = await setup.open();
     }, timeout);
 
-    afterAll(async () => {
+    // What a test started goes with it, failed or not: the next one starts on a clean backend.
+    afterEach(async () => {
       if (opened === undefined) return;
-      for (const id of started) await opened.scheduler.stop(id).catch(() => undefined);
-      await opened.close();
+      for (const id of started.splice(0)) await opened.scheduler.stop(id).catch(() => undefined);
+    }, timeout);
+
+    afterAll(async () => {
+      await opened?.close();
     }, timeout);
 
     it('start resolves with up for a web command that listens on PORT, and states reports it', async () => {
@@ -127,7 +131,8 @@ export function describeSchedulerContract(label: string, setup: SchedulerContrac
       await expect(scheduler().stop(contractUuid())).resolves.toBeUndefined();
     }, timeout);
 
-    it('starting a known id again leaves one container of that id, up', async () => {
+    // That the first process is gone (one answers, not two) is the scenario `restart` of describeSchedulerScenarios.
+    it('starting a known id again resolves with up, and states reports that id up', async () => {
       const s = spec();
       await scheduler().start(s);
       await expect(scheduler().start({ ...s, release: 4 })).resolves.toBe('up');
@@ -135,7 +140,9 @@ export function describeSchedulerContract(label: string, setup: SchedulerContrac
       await scheduler().stop(s.id);
     }, timeout);
 
-    it('run resolves with an exit code and the output as text', async () => {
+    // The shape only: a scheduler that executes nothing has no output to show. Those that
+    // execute are held to the command's own exit code and output below.
+    it('run resolves with an integer exit code and the output as text', async () => {
       const result = await scheduler().run(runSpec('echo contract'));
       expect(Number.isInteger(result.exitCode)).toBe(true);
       expect(typeof result.output).toBe('string');

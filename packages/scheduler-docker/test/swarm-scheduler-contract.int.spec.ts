@@ -38,11 +38,8 @@ describeWithSwarm('SwarmScheduler contract (real swarm)', () => {
     nativeRollout: "a new spec of a type is Swarm's rolling update of its service, start-first, task by task",
     knownFailures: {
       rollout: "after startAll the replaced containers are reported 'created' (or 'down'), and reads during the rolling update found no web task answering (5 reads)",
-      'failed-start-rollout': "after the failed update is rolled back, the old web containers are reported 'created', not 'up'",
-      'failed-readiness-rollout': "after the failed update is rolled back, the old web containers are reported 'created', not 'up'",
       // Only `web` tasks have a health check; `cmd` is routed too when an app has no web.
       'slow-start-cmd': 'a cmd task is reported up before it answers (it answers a few seconds later)',
-      scale: "after two of three containers are stopped, the one left is reported 'created', not 'up'",
     },
     timeoutMs: 300_000,
     settleMs: 15_000,

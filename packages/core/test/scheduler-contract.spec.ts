@@ -1,4 +1,4 @@
-import { FakeScheduler, describeSchedulerContract } from '@svc/core/testing';
+import { CONTRACT_FAILING_COMMAND, FakeScheduler, describeSchedulerContract, describeSchedulerScenarios } from '@svc/core/testing';
 
 // The test double answers for what the port promises about bookkeeping; it executes nothing.
 describeSchedulerContract('FakeScheduler', {
@@ -6,4 +6,24 @@ describeSchedulerContract('FakeScheduler', {
   image: 'example/app:1',
   listen: 'serve',
   executes: false,
+});
+
+const EXECUTES_NOTHING = 'the test double executes nothing: a start is up at once, no process listens, waits or answers';
+
+describeSchedulerScenarios('FakeScheduler', {
+  open: async () => {
+    const scheduler = new FakeScheduler();
+    // What the fake has instead of a process that exits before it listens.
+    scheduler.failStartOf((spec) => spec.command === CONTRACT_FAILING_COMMAND, new Error('it exited with code 3 before it was up'));
+    return { scheduler, close: async () => undefined };
+  },
+  image: 'example/app:1',
+  serve: (delaySeconds) => `serve --after ${delaySeconds}`,
+  notApplicable: {
+    answers: EXECUTES_NOTHING,
+    'failed-readiness-rollout': EXECUTES_NOTHING,
+    'slow-start-web': EXECUTES_NOTHING,
+    'slow-start-cmd': EXECUTES_NOTHING,
+    adopt: 'the test double keeps its containers in the instance: a second instance has its own, nothing runs that could outlive the first',
+  },
 });

@@ -1,5 +1,7 @@
-import { describeSchedulerContract } from '@svc/core/testing';
-import { BUSYBOX, describeWithEngine, testScheduler } from './support/engine';
+import { describeSchedulerContract, describeSchedulerScenarios } from '@svc/core/testing';
+import type { DockerScheduler } from '../src';
+import { answersAt, busyboxServe } from './support/contract-answers';
+import { BUSYBOX, describeWithEngine, testScheduler, type TestScheduler } from './support/engine';
 
 describeWithEngine('DockerScheduler contract (real engine)', () => {
   describeSchedulerContract('DockerScheduler', {
@@ -10,6 +12,31 @@ describeWithEngine('DockerScheduler contract (real engine)', () => {
     image: BUSYBOX,
     listen: 'exec httpd -f -p "$PORT" -h /etc',
     executes: true,
+    timeoutMs: 120_000,
+  });
+
+  const engines = new Map<DockerScheduler, TestScheduler>();
+  describeSchedulerScenarios('DockerScheduler', {
+    open: async () => {
+      const t = await testScheduler();
+      engines.set(t.scheduler, t);
+      return { scheduler: t.scheduler, close: () => t.cleanUp() };
+    },
+    reopen: async (first) => {
+      const t = engines.get(first.scheduler as DockerScheduler);
+      if (t === undefined) throw new Error('not a scheduler of this file');
+      // The controller stops: its containers keep running; the next process makes a scheduler of the same settings.
+      await t.scheduler.shutdown();
+      const scheduler = t.again();
+      return { scheduler, close: () => scheduler.shutdown() };
+    },
+    image: BUSYBOX,
+    serve: busyboxServe,
+    probe: (scheduler, app, type) => answersAt((scheduler as DockerScheduler).endpoints(app, type)),
+    knownFailures: {
+      // Only `web` is waited for; the router also sends requests to `cmd` (an image's own command) when an app has no web.
+      'slow-start-cmd': 'a cmd container is reported up after settleMs, before it answers (it answers a few seconds later)',
+    },
     timeoutMs: 120_000,
   });
 });

@@ -1,22 +1,44 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { InMemoryLogStore, describeSchedulerContract } from '@svc/core/testing';
+import { InMemoryLogStore, describeSchedulerContract, describeSchedulerScenarios } from '@svc/core/testing';
 import { ProcessScheduler } from '../src';
+import { answersAt } from './support/contract-answers';
+
+const node = JSON.stringify(process.execPath);
+
+async function openProcessScheduler(portRange: { from: number; to: number }): Promise<{ scheduler: ProcessScheduler; close(): Promise<void> }> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'svc-process-contract-'));
+  const scheduler = new ProcessScheduler({ dataDir, logs: new InMemoryLogStore(), portRange, settleMs: 300, stopTimeoutMs: 2000, sandbox: null });
+  return {
+    scheduler,
+    close: async () => {
+      await scheduler.shutdown();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
 
 describeSchedulerContract('ProcessScheduler', {
-  open: async () => {
-    const dataDir = await mkdtemp(join(tmpdir(), 'svc-process-contract-'));
-    const scheduler = new ProcessScheduler({ dataDir, logs: new InMemoryLogStore(), portRange: { from: 49100, to: 49599 }, settleMs: 300, stopTimeoutMs: 2000, sandbox: null });
-    return {
-      scheduler,
-      close: async () => {
-        await scheduler.shutdown();
-        await rm(dataDir, { recursive: true, force: true });
-      },
-    };
-  },
+  open: () => openProcessScheduler({ from: 49100, to: 49599 }),
   image: 'unused',
-  listen: `exec ${JSON.stringify(process.execPath)} -e "require('http').createServer((q, r) => r.end('ok')).listen(Number(process.env.PORT))"`,
+  listen: `exec ${node} -e "require('http').createServer((q, r) => r.end('ok')).listen(Number(process.env.PORT))"`,
   executes: true,
+});
+
+describeSchedulerScenarios('ProcessScheduler', {
+  open: () => openProcessScheduler({ from: 49600, to: 49999 }),
+  image: 'unused',
+  serve: (delaySeconds) =>
+    `exec ${node} -e "const t = require('crypto').randomUUID(); setTimeout(() => require('http').createServer((q, r) => r.end(process.env.SVC_RELEASE + ' ' + t)).listen(Number(process.env.PORT)), ${delaySeconds * 1000})"`,
+  probe: (scheduler, app, type) => answersAt((scheduler as ProcessScheduler).endpoints(app, type)),
+  notApplicable: {
+    adopt:
+      "the processes are the controller's own children: they stop with it (shutdown), a restarted controller stops those a killed one left (reapOrphans) and starts the recorded containers again (RestoreContainers), so nothing is left to adopt",
+  },
+  knownFailures: {
+    // Only `web` is waited for; the router also sends requests to `cmd` (an image's own command) when an app has no web.
+    'slow-start-cmd': 'a cmd process is reported up after settleMs (about 0.5 s), before it answers',
+  },
+  timeoutMs: 60_000,
 });

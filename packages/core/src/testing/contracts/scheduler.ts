@@ -30,7 +30,8 @@ export const CONTRACT_RUN_TIMEOUT_EXIT_CODE = 124;
 
 let sequence = 0;
 
-function uuid(): string {
+/** A fresh uuid for a container of the contract tests (time, sequence and randomness: unique across test processes). */
+export function contractUuid(): string {
   sequence++;
   const hex = (Date.now().toString(16) + sequence.toString(16).padStart(6, '0') + Math.random().toString(16).slice(2)).padEnd(32, '0').slice(0, 32);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
@@ -54,7 +55,7 @@ export function describeSchedulerContract(label: string, setup: SchedulerContrac
     const spec = (overrides: Partial<ContainerSpec> = {}): ContainerSpec => {
       const appId = overrides.app ?? app();
       const made: ContainerSpec = {
-        id: uuid(),
+        id: contractUuid(),
         app: appId,
         type: 'web',
         num: 1,
@@ -89,10 +90,14 @@ export function describeSchedulerContract(label: string, setup: SchedulerContrac
       opened = await setup.open();
     }, timeout);
 
-    afterAll(async () => {
+    // What a test started goes with it, failed or not: the next one starts on a clean backend.
+    afterEach(async () => {
       if (opened === undefined) return;
-      for (const id of started) await opened.scheduler.stop(id).catch(() => undefined);
-      await opened.close();
+      for (const id of started.splice(0)) await opened.scheduler.stop(id).catch(() => undefined);
+    }, timeout);
+
+    afterAll(async () => {
+      await opened?.close();
     }, timeout);
 
     it('start resolves with up for a web command that listens on PORT, and states reports it', async () => {
@@ -112,7 +117,7 @@ export function describeSchedulerContract(label: string, setup: SchedulerContrac
     it('states leaves unknown ids out', async () => {
       const s = spec();
       await scheduler().start(s);
-      const states = await scheduler().states([uuid(), s.id, uuid()]);
+      const states = await scheduler().states([contractUuid(), s.id, contractUuid()]);
       expect([...states.keys()]).toEqual([s.id]);
       await scheduler().stop(s.id);
     }, timeout);
@@ -123,10 +128,11 @@ export function describeSchedulerContract(label: string, setup: SchedulerContrac
       await scheduler().stop(s.id);
       await expect(scheduler().states([s.id])).resolves.toEqual(new Map());
       await expect(scheduler().stop(s.id)).resolves.toBeUndefined();
-      await expect(scheduler().stop(uuid())).resolves.toBeUndefined();
+      await expect(scheduler().stop(contractUuid())).resolves.toBeUndefined();
     }, timeout);
 
-    it('starting a known id again leaves one container of that id, up', async () => {
+    // That the first process is gone (one answers, not two) is the scenario `restart` of describeSchedulerScenarios.
+    it('starting a known id again resolves with up, and states reports that id up', async () => {
       const s = spec();
       await scheduler().start(s);
       await expect(scheduler().start({ ...s, release: 4 })).resolves.toBe('up');
@@ -134,7 +140,9 @@ export function describeSchedulerContract(label: string, setup: SchedulerContrac
       await scheduler().stop(s.id);
     }, timeout);
 
-    it('run resolves with an exit code and the output as text', async () => {
+    // The shape only: a scheduler that executes nothing has no output to show. Those that
+    // execute are held to the command's own exit code and output below.
+    it('run resolves with an integer exit code and the output as text', async () => {
       const result = await scheduler().run(runSpec('echo contract'));
       expect(Number.isInteger(result.exitCode)).toBe(true);
       expect(typeof result.output).toBe('string');

@@ -10,6 +10,7 @@ import {
   notReadyReason,
   outputSource,
   probeWaitMs,
+  isRoutedType,
   readinessCheck,
   restartBackoff,
   restartDelay,
@@ -40,8 +41,10 @@ describe('healthcheckUrl', () => {
 });
 
 describe('readinessCheck', () => {
-  it('lets a type other than web settle, and checks a web container by HEALTHCHECK_URL or else its port', () => {
+  it('lets a type the router does not send to settle, and checks a routed one (web, cmd) by HEALTHCHECK_URL or else its port', () => {
     expect(readinessCheck('worker', { HEALTHCHECK_URL: '/h' }, '127.0.0.1', 1)).toEqual({ kind: 'settle' });
+    expect(readinessCheck('cmd', {}, '127.0.0.1', 3)).toEqual({ kind: 'tcp', host: '127.0.0.1', port: 3 });
+    expect([isRoutedType('web'), isRoutedType('cmd'), isRoutedType('worker'), isRoutedType('release')]).toEqual([true, true, false, false]);
     expect(readinessCheck('web', {}, '::1', 2)).toEqual({ kind: 'tcp', host: '::1', port: 2 });
     expect(readinessCheck('web', { HEALTHCHECK_URL: '/h' }, '::1', 2)).toEqual({ kind: 'http', url: 'http://[::1]:2/h' });
   });

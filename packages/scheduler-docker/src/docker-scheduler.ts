@@ -7,6 +7,7 @@ import {
   RUN_TIMEOUT_EXIT_CODE,
   SCHEDULER_LOG_SOURCE,
   endpointsOf,
+  isRoutedType,
   formatSeconds,
   memoryLimitBytes,
   outputSource,
@@ -297,7 +298,7 @@ export class DockerScheduler implements Scheduler {
     await this.waitUntilUp(managed, container);
     managed.state = 'up';
     managed.crashes.up(Date.now());
-    this.event(spec.app, `${managed.label} is up${spec.type === 'web' ? ` at ${managed.address ?? '?'}:${managed.port}` : ''}`);
+    this.event(spec.app, `${managed.label} is up${isRoutedType(spec.type) ? ` at ${managed.address ?? '?'}:${managed.port}` : ''}`);
     // It may have exited between the last check and now: that is a crash.
     const seen = managed.exitSeen;
     if (seen !== null && seen.engineId === managed.engineId) void this.exited(managed, seen.engineId, seen.code);
@@ -317,7 +318,7 @@ export class DockerScheduler implements Scheduler {
     if (!info.State.Running || labels[LABELS.instance] !== this.base.instance || labels[LABELS.spec] !== managed.digest) return false;
     const address = addressOn(info, this.network);
     const port = Number(Object.keys(info.Config.ExposedPorts ?? {})[0]?.split('/')[0] ?? DEFAULT_CONTAINER_PORT);
-    if (spec.type === 'web' && (address === null || !(await acceptsConnections(address, port, 2000)))) return false;
+    if (isRoutedType(spec.type) && (address === null || !(await acceptsConnections(address, port, 2000)))) return false;
     managed.engineId = info.Id;
     managed.address = address;
     managed.port = port;
@@ -364,7 +365,7 @@ export class DockerScheduler implements Scheduler {
       return new Error(`it ${describeExit(info, spec.memory)} before it was up${managed.lastLines.note()}`);
     };
     const address = managed.address;
-    if (spec.type === 'web' && address === null) {
+    if (isRoutedType(spec.type) && address === null) {
       // A container that exited at once has left the network already: its exit is the reason.
       throw (await failed()) ?? new Error(`it has no address on the network ${this.network}`);
     }

@@ -140,10 +140,10 @@ describeWithEngine('DockerScheduler (real engine)', () => {
     await t.scheduler.stop(s.id);
   });
 
-  it("runs an image's own CMD when the build has no Procfile command (type cmd)", async () => {
+  it("runs an image's own CMD when the build has no Procfile command (type cmd), routed like web: up once it listens", async () => {
     const base = await t.docker.createContainer({ Image: BUSYBOX, Cmd: ['true'] });
     const image = `svc-test/cmd-${process.pid}:1`;
-    await base.commit({ repo: image.split(':')[0], tag: '1', changes: 'CMD ["/bin/sh", "-c", "echo own command as $(id -u); exec sleep 600"]' } as never);
+    await base.commit({ repo: image.split(':')[0], tag: '1', changes: 'CMD ["/bin/sh", "-c", "echo own command as $(id -u); sleep 2; exec httpd -f -p $PORT"]' } as never);
     await base.remove({ force: true });
     try {
       const s = spec({ type: 'cmd', image, command: null });

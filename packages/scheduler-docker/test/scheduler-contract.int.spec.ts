@@ -33,10 +33,6 @@ describeWithEngine('DockerScheduler contract (real engine)', () => {
     image: BUSYBOX,
     serve: busyboxServe,
     probe: (scheduler, app, type) => answersAt((scheduler as DockerScheduler).endpoints(app, type)),
-    knownFailures: {
-      // Only `web` is waited for; the router also sends requests to `cmd` (an image's own command) when an app has no web.
-      'slow-start-cmd': 'a cmd container is reported up after settleMs, before it answers (it answers a few seconds later)',
-    },
     timeoutMs: 120_000,
   });
 });

@@ -35,12 +35,7 @@ describeWithSwarm('SwarmScheduler contract (real swarm)', () => {
     image: SWARM_BUSYBOX,
     serve: busyboxServe,
     probe: (scheduler, app, type) => answersAt((scheduler as SwarmScheduler).endpoints(app, type)),
-    nativeRollout: "a new spec of a type is Swarm's rolling update of its service, start-first, task by task",
-    knownFailures: {
-      rollout: "after startAll the replaced containers are reported 'created' (or 'down'), and reads during the rolling update found no web task answering (5 reads)",
-      // Only `web` tasks have a health check; `cmd` is routed too when an app has no web.
-      'slow-start-cmd': 'a cmd task is reported up before it answers (it answers a few seconds later)',
-    },
+    nativeRollout: "a release's containers of a type start as a new service of their own through the whole-type step (rollType); the replaced service is removed once the core stops its containers",
     timeoutMs: 300_000,
     settleMs: 15_000,
   });

@@ -12,6 +12,7 @@ import {
   SCHEDULER_LOG_SOURCE,
   endpointsOf,
   formatSeconds,
+  isRoutedType,
   outputSource,
   readinessCheck,
   restartBackoff,
@@ -300,7 +301,7 @@ export class ProcessScheduler implements Scheduler {
       await this.waitUntilUp(container, group);
       container.state = 'up';
       container.crashes.up(Date.now());
-      const where = container.spec.type === 'web' ? ` on port ${container.port}` : '';
+      const where = isRoutedType(container.spec.type) ? ` on port ${container.port}` : '';
       this.event(container.spec.app, `${container.label} is up${where}`);
       // It may have exited in the instant between the last check and now: that is a crash.
       const status = group.exitStatus();

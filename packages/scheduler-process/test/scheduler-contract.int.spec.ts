@@ -36,9 +36,5 @@ describeSchedulerScenarios('ProcessScheduler', {
     adopt:
       "the processes are the controller's own children: they stop with it (shutdown), a restarted controller stops those a killed one left (reapOrphans) and starts the recorded containers again (RestoreContainers), so nothing is left to adopt",
   },
-  knownFailures: {
-    // Only `web` is waited for; the router also sends requests to `cmd` (an image's own command) when an app has no web.
-    'slow-start-cmd': 'a cmd process is reported up after settleMs (about 0.5 s), before it answers',
-  },
   timeoutMs: 60_000,
 });

@@ -1,4 +1,4 @@
-import type { Certificate, ContainerSpec, ContainerState, RunResult, RunSpec, Scheduler, SecretBox, TlsName, TlsStore, UnitOfWork } from '@svc/core';
+import { IMAGE_PROCESS_TYPE, type Certificate, type ContainerSpec, type ContainerState, type RunResult, type RunSpec, type Scheduler, type SecretBox, type TlsName, type TlsStore, type UnitOfWork } from '@svc/core';
 import { hostNameOf, wildcardOf, type CertificateStore, type ChallengeStore, type ResolvedRoute, type RouteTable, type RouteTarget, type ServedCertificate } from '@svc/router-http';
 
 /** Where an app's processes of one type listen, with the container of each when known; the process scheduler is one. */
@@ -118,7 +118,7 @@ export class PlatformRouteTable implements RouteTable {
     const { app, redirect } = found;
     let targets = this.processes === null ? [] : await this.processes.endpoints(app, 'web');
     // An image deployed without a Procfile runs its own command as the type `cmd`: it serves the app then.
-    if (targets.length === 0 && this.processes !== null) targets = await this.processes.endpoints(app, 'cmd');
+    if (targets.length === 0 && this.processes !== null) targets = await this.processes.endpoints(app, IMAGE_PROCESS_TYPE);
     const leaving = this.leaving?.ids;
     return {
       app,

@@ -64,6 +64,12 @@ function sendLogin(host: string, port: number): Promise<string> {
 }
 
 /** A command that connects to 127.0.0.1:<port> and prints `connected` or the error code. */
+/**
+ * The hostile app's process: it only listens on its PORT (a routed `cmd` is up once it
+ * accepts connections), and it is not `node`, so that the process count below sees none.
+ */
+const LISTENER = `exec perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr => "127.0.0.1", LocalPort => $ENV{PORT}, Listen => 16, ReuseAddr => 1) or die "listen: $!"; while (1) { my $c = $s->accept; close $c if $c }'`;
+
 const connectTo = (port: number): string =>
   `node -e "const s = require('net').connect(${port}, '127.0.0.1'); s.on('connect', () => { console.log('connected'); process.exit(0); }); s.on('error', (e) => { console.log(e.code); process.exit(1); })"`;
 
@@ -144,7 +150,7 @@ describeWithSandbox('a hostile app owner with SCHEDULER=process and no container
     expect(secret.status).toBe(201);
     const web = inlineNode("require('http').createServer((q, r) => r.end('victim ' + process.getuid())).listen(Number(process.env.PORT))");
     expect((await alice.api.post('/v1/apps/victim/builds/', { image: 'example/victim:v1', procfile: { web } })).status).toBe(201);
-    expect((await mallory.api.post('/v1/apps/hostile/builds/', { image: 'example/hostile:v1', procfile: { cmd: 'exec sleep 100000' } })).status).toBe(201);
+    expect((await mallory.api.post('/v1/apps/hostile/builds/', { image: 'example/hostile:v1', procfile: { cmd: LISTENER } })).status).toBe(201);
   });
 
   afterAll(async () => {

@@ -10,6 +10,15 @@ export function describeDeploy(build: Pick<Build, 'image' | 'sha'>): string {
 export const IMAGE_PROCESS_TYPE = 'cmd';
 
 /**
+ * Whether the router sends requests to a process type: `web`, and `cmd` (an image's own
+ * command, which serves the app when it has no `web`). A routed process is health-gated
+ * (up only once it answers) and drained before it stops, whatever scheduler runs it.
+ */
+export function isRoutedType(type: string): boolean {
+  return type === 'web' || type === IMAGE_PROCESS_TYPE;
+}
+
+/**
  * The process type that runs once per release, before its processes start (the release
  * phase, e.g. database migrations); it is never scaled.
  */

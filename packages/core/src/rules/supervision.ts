@@ -3,6 +3,7 @@
  * container counts as up, how long it waits after a crash, how it is named in the app's log,
  * and where it is reached. The schedulers keep only what their engine does differently.
  */
+import { isRoutedType } from './releases';
 
 /** The source of the lines a scheduler writes to an app's log. */
 export const SCHEDULER_LOG_SOURCE = 'svc[scheduler]';
@@ -115,7 +116,7 @@ export function healthcheckUrl(value: string | undefined, host: string, port: nu
 
 /** How a starting container is found to be up. */
 export type ReadinessCheck =
-  /** It keeps running for the settle time (types other than `web`). */
+  /** It keeps running for the settle time (types the router does not send to). */
   | { kind: 'settle' }
   /** Its HEALTHCHECK_URL answers 2xx. */
   | { kind: 'http'; url: string }
@@ -124,7 +125,7 @@ export type ReadinessCheck =
 
 /** The check of a container of `type` with `env`, listening on host:port. */
 export function readinessCheck(type: string, env: Record<string, string>, host: string, port: number): ReadinessCheck {
-  if (type !== 'web') return { kind: 'settle' };
+  if (!isRoutedType(type)) return { kind: 'settle' };
   const url = healthcheckUrl(env.HEALTHCHECK_URL, host, port);
   return url === null ? { kind: 'tcp', host, port } : { kind: 'http', url };
 }

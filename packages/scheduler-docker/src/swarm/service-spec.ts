@@ -4,7 +4,7 @@
  * engine is not asked.
  */
 import { createHash } from 'node:crypto';
-import { IMAGE_PROCESS_TYPE, type ContainerSpec, type RunSpec } from '@svc/core';
+import { isRoutedType, type ContainerSpec, type RunSpec } from '@svc/core';
 import { LABELS, containerLimits, digestOf, environmentList, runParts, type ContainerLimits } from '../engine';
 import { startTimeoutOf, type EngineScheduling } from '../options';
 import type { ServiceSpec, TaskTemplate } from './api';
@@ -36,7 +36,7 @@ export const ms = (value: number): number => Math.round(value * 1e6);
  * command, which serves the app when it has no web), whatever else the type is called.
  */
 export function isRouted(type: string): boolean {
-  return type === 'web' || type === IMAGE_PROCESS_TYPE;
+  return isRoutedType(type);
 }
 
 /**

@@ -47,6 +47,8 @@ export class Exchange implements UpstreamUser {
   private mode: BodyMode = 'none';
   private answerLeft = 0;
   private answerChunks: ChunkedScanner | null = null;
+  /** The answer's body ended in the bytes `framed` read last. */
+  private bodyEnded = false;
   private reusable = false;
   private keepClient = false;
 
@@ -279,7 +281,7 @@ export class Exchange implements UpstreamUser {
       else if (this.mode === 'length' && this.answerLeft === 0) this.responseDone();
       return;
     }
-    const { part, done } = this.framed(rest);
+    const part = this.framed(rest);
     if (part === null) return;
     if (part.length <= COALESCE_BYTES) {
       const length = Buffer.byteLength(text, 'latin1');
@@ -293,21 +295,22 @@ export class Exchange implements UpstreamUser {
       this.toClient(part);
       client.uncork();
     }
-    if (done) this.responseDone();
+    if (this.bodyEnded) this.responseDone();
   }
 
-  /** The part of these bytes that belongs to the answer's body, and whether the body ends in them. */
-  private framed(chunk: Buffer): { part: Buffer | null; done: boolean } {
+  /** The part of these bytes that belongs to the answer's body (`bodyEnded` set when the body ends in them). */
+  private framed(chunk: Buffer): Buffer | null {
     switch (this.mode) {
       case 'length': {
         if (chunk.length < this.answerLeft) {
           this.answerLeft -= chunk.length;
-          return { part: chunk, done: false };
+          return chunk;
         }
         const part = chunk.length === this.answerLeft ? chunk : chunk.subarray(0, this.answerLeft);
         if (chunk.length > this.answerLeft) this.reusable = false;
         this.answerLeft = 0;
-        return { part, done: true };
+        this.bodyEnded = true;
+        return part;
       }
       case 'chunked': {
         let end: number;
@@ -318,25 +321,27 @@ export class Exchange implements UpstreamUser {
           this.relay.ctx.logger.warn({ app: this.routing.app, target: this.routing.target, reason: 'malformed chunked answer' }, 'app process failed to answer');
           this.upstream?.destroy();
           this.inbound.socket.destroy();
-          return { part: null, done: false };
+          return null;
         }
-        if (end === -1) return { part: chunk, done: false };
+        if (end === -1) return chunk;
         if (end < chunk.length) this.reusable = false;
-        return { part: end === chunk.length ? chunk : chunk.subarray(0, end), done: true };
+        this.bodyEnded = true;
+        return end === chunk.length ? chunk : chunk.subarray(0, end);
       }
       case 'until-close':
-        return { part: chunk, done: false };
+        return chunk;
       case 'none':
         this.reusable = false;
-        return { part: null, done: true };
+        this.bodyEnded = true;
+        return null;
     }
   }
 
   private answerBytes(chunk: Buffer): void {
     if (this.over) return;
-    const { part, done } = this.framed(chunk);
+    const part = this.framed(chunk);
     if (part !== null && part.length > 0) this.toClient(part);
-    if (done) this.responseDone();
+    if (this.bodyEnded) this.responseDone();
   }
 
   private toClient(part: Buffer): void {

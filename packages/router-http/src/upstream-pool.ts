@@ -86,8 +86,9 @@ export class Outbound {
     });
   }
 
-  private readonly onRead = (length: number, buffer: Uint8Array): boolean => {
-    const chunk = Buffer.from(buffer.subarray(0, length));
+  private readonly onRead = (length: number): boolean => {
+    const chunk = Buffer.allocUnsafe(length);
+    READ_BUFFER.copy(chunk, 0, 0, length);
     const tunnel = this.tunnel;
     if (tunnel !== null) {
       if (!tunnel.write(chunk)) {

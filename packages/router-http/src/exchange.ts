@@ -6,7 +6,7 @@
  */
 import type { Outbound, UpstreamUser } from './upstream-pool';
 import { ChunkedScanner, headEnd, parseResponseHead, type RequestHead, type ResponseHead } from './http1';
-import { answerBody, forwardedAnswerHead, forwardedRequestHead, type BodyMode } from './forwarding';
+import { answerBody, forwardedAnswerHead, type BodyMode } from './forwarding';
 import type { Inbound } from './inbound';
 import { ownAnswer } from './own-answers';
 import type { ResolvedRoute, RouteTarget } from './ports';
@@ -19,6 +19,7 @@ import { keyOf } from './upstream-pool';
 const MAX_RESPONSE_HEAD = 64 * 1024;
 /** A head and a small first part of the body are written as one buffer. */
 const COALESCE_BYTES = 16 * 1024;
+const MODES: readonly BodyMode[] = ['none', 'length', 'chunked', 'until-close'];
 
 /** One request and its answer. */
 export class Exchange implements UpstreamUser {
@@ -46,6 +47,8 @@ export class Exchange implements UpstreamUser {
   private mode: BodyMode = 'none';
   private answerLeft = 0;
   private answerChunks: ChunkedScanner | null = null;
+  /** The answer's body ended in the bytes `framed` read last. */
+  private bodyEnded = false;
   private reusable = false;
   private keepClient = false;
 
@@ -145,7 +148,7 @@ export class Exchange implements UpstreamUser {
 
   private send(upstream: Outbound): void {
     this.upstream = upstream;
-    const head = (this.forwarded ??= forwardedRequestHead(this.head, this.inbound));
+    const head = (this.forwarded ??= this.inbound.forwarded(this.head));
     upstream.socket.write(head, 'latin1');
     if (!this.bodyDone) {
       const buffered = this.inbound.buffer;
@@ -214,7 +217,7 @@ export class Exchange implements UpstreamUser {
   }
 
   /** Bytes from the process. */
-  upstreamData(chunk: Buffer): void {
+  upstreamData(chunk: Buffer, from: Outbound): void {
     this.inbound.active = true;
     if (this.response !== null) {
       this.answerBytes(chunk);
@@ -231,14 +234,14 @@ export class Exchange implements UpstreamUser {
       }
       let response: ResponseHead;
       try {
-        response = parseResponseHead(buffer.toString('latin1', 0, end - 4));
+        response = from.heads.parsed(buffer.toString('latin1', 0, end - 4), parseResponseHead);
       } catch (error) {
         this.failed(error instanceof Error ? error.message : 'malformed answer');
         return;
       }
       const rest = end < buffer.length ? buffer.subarray(end) : null;
       if (response.status >= 200) {
-        this.answer(response, rest);
+        this.answer(response, rest, from);
         return;
       }
       if (response.status === 101) {
@@ -254,7 +257,7 @@ export class Exchange implements UpstreamUser {
   }
 
   /** The final answer's head: framing decided, head passed on with the first body bytes. */
-  private answer(response: ResponseHead, rest: Buffer | null): void {
+  private answer(response: ResponseHead, rest: Buffer | null, from: Outbound): void {
     this.response = response;
     this.status = response.status;
     const head = this.head;
@@ -264,7 +267,10 @@ export class Exchange implements UpstreamUser {
     this.reusable = keepsConnection(this.resendable, response.close, this.mode);
     this.keepClient = head.keepAlive && head.upgrade === null && this.mode !== 'until-close' && !this.inbound.ended && !this.relay.closing;
 
-    const text = forwardedAnswerHead(response, this.mode, this.keepClient, head.minor);
+    // The answer head depends on the process's head and on these three: the connection remembers it for them.
+    const key = (MODES.indexOf(this.mode) << 2) | (this.keepClient ? 2 : 0) | head.minor;
+    const heads = from.heads;
+    const text = heads.madeOf(response, key) ?? heads.remember(response, key, forwardedAnswerHead(response, this.mode, this.keepClient, head.minor));
     this.answered = true;
 
     const client = this.inbound.socket;
@@ -275,7 +281,7 @@ export class Exchange implements UpstreamUser {
       else if (this.mode === 'length' && this.answerLeft === 0) this.responseDone();
       return;
     }
-    const { part, done } = this.framed(rest);
+    const part = this.framed(rest);
     if (part === null) return;
     if (part.length <= COALESCE_BYTES) {
       const length = Buffer.byteLength(text, 'latin1');
@@ -289,21 +295,22 @@ export class Exchange implements UpstreamUser {
       this.toClient(part);
       client.uncork();
     }
-    if (done) this.responseDone();
+    if (this.bodyEnded) this.responseDone();
   }
 
-  /** The part of these bytes that belongs to the answer's body, and whether the body ends in them. */
-  private framed(chunk: Buffer): { part: Buffer | null; done: boolean } {
+  /** The part of these bytes that belongs to the answer's body (`bodyEnded` set when the body ends in them). */
+  private framed(chunk: Buffer): Buffer | null {
     switch (this.mode) {
       case 'length': {
         if (chunk.length < this.answerLeft) {
           this.answerLeft -= chunk.length;
-          return { part: chunk, done: false };
+          return chunk;
         }
         const part = chunk.length === this.answerLeft ? chunk : chunk.subarray(0, this.answerLeft);
         if (chunk.length > this.answerLeft) this.reusable = false;
         this.answerLeft = 0;
-        return { part, done: true };
+        this.bodyEnded = true;
+        return part;
       }
       case 'chunked': {
         let end: number;
@@ -314,25 +321,27 @@ export class Exchange implements UpstreamUser {
           this.relay.ctx.logger.warn({ app: this.routing.app, target: this.routing.target, reason: 'malformed chunked answer' }, 'app process failed to answer');
           this.upstream?.destroy();
           this.inbound.socket.destroy();
-          return { part: null, done: false };
+          return null;
         }
-        if (end === -1) return { part: chunk, done: false };
+        if (end === -1) return chunk;
         if (end < chunk.length) this.reusable = false;
-        return { part: end === chunk.length ? chunk : chunk.subarray(0, end), done: true };
+        this.bodyEnded = true;
+        return end === chunk.length ? chunk : chunk.subarray(0, end);
       }
       case 'until-close':
-        return { part: chunk, done: false };
+        return chunk;
       case 'none':
         this.reusable = false;
-        return { part: null, done: true };
+        this.bodyEnded = true;
+        return null;
     }
   }
 
   private answerBytes(chunk: Buffer): void {
     if (this.over) return;
-    const { part, done } = this.framed(chunk);
+    const part = this.framed(chunk);
     if (part !== null && part.length > 0) this.toClient(part);
-    if (done) this.responseDone();
+    if (this.bodyEnded) this.responseDone();
   }
 
   private toClient(part: Buffer): void {

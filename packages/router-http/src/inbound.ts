@@ -7,6 +7,8 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { Exchange } from './exchange';
+import { forwardedRequestHead } from './forwarding';
+import { HeadMemo } from './head-memo';
 import { HttpError, MAX_HEAD_BYTES, headEnd, parseRequestHead, type RequestHead } from './http1';
 import { hostNameOf } from './host';
 import { normalized } from './limits';
@@ -48,6 +50,8 @@ export class Inbound {
   /** The last Host header read on this connection and its host name (clients send the same one every time). */
   private hostHeader: string | undefined = undefined;
   private hostName: string | null = null;
+  /** The last request head and the head sent to processes for it. */
+  private readonly heads = new HeadMemo<RequestHead>();
 
   constructor(
     readonly relay: Relay,
@@ -72,6 +76,11 @@ export class Inbound {
       this.hostName = hostNameOf(header);
     }
     return this.hostName;
+  }
+
+  /** The request head as processes get it (made once while the client sends the same head). */
+  forwarded(head: RequestHead): string {
+    return this.heads.madeOf(head, 0) ?? this.heads.remember(head, 0, forwardedRequestHead(head, this));
   }
 
   private readonly onData = (chunk: Buffer): void => {
@@ -117,7 +126,7 @@ export class Inbound {
         this.headStarted = 0;
         let head: RequestHead;
         try {
-          head = parseRequestHead(text);
+          head = this.heads.parsed(text, parseRequestHead);
         } catch (error) {
           if (!(error instanceof HttpError)) throw error;
           this.refuse(error.status, `${STATUS_CODES[error.status] ?? 'Bad request'}.\n`);

@@ -4,6 +4,8 @@
  * most `maxSockets` open per process (requests beyond wait for one to close).
  */
 import { createConnection, type Socket } from 'node:net';
+import { HeadMemo } from './head-memo';
+import type { ResponseHead } from './http1';
 import type { RouteTarget } from './ports';
 
 /** How connections to processes are kept. */
@@ -19,7 +21,7 @@ export interface UpstreamUser {
   /** The new connection is up. */
   connected(upstream: Outbound): void;
   /** Bytes from the process. */
-  upstreamData(chunk: Buffer): void;
+  upstreamData(chunk: Buffer, from: Outbound): void;
   /** The connection closed. */
   upstreamClosed(upstream: Outbound): void;
 }
@@ -52,6 +54,8 @@ export class Outbound {
   idleSince = 0;
   /** After a 101: the client's connection, where every byte read now goes. */
   tunnel: Socket | null = null;
+  /** The last answer head of the process and the head the client got for it. */
+  readonly heads = new HeadMemo<ResponseHead>();
   private timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(
@@ -82,8 +86,9 @@ export class Outbound {
     });
   }
 
-  private readonly onRead = (length: number, buffer: Uint8Array): boolean => {
-    const chunk = Buffer.from(buffer.subarray(0, length));
+  private readonly onRead = (length: number): boolean => {
+    const chunk = Buffer.allocUnsafe(length);
+    READ_BUFFER.copy(chunk, 0, 0, length);
     const tunnel = this.tunnel;
     if (tunnel !== null) {
       if (!tunnel.write(chunk)) {
@@ -97,7 +102,7 @@ export class Outbound {
       this.socket.destroy();
       return true;
     }
-    this.user.upstreamData(chunk);
+    this.user.upstreamData(chunk, this);
     return true;
   };
 

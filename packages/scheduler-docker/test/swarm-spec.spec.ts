@@ -3,6 +3,7 @@ import { LABELS, logConfigOf, DEFAULT_LOG_LIMIT } from '../src';
 import {
   MEMBERS_LABEL,
   freeServiceName,
+  healthTimeoutMs,
   isRouted,
   jobSpec,
   limitsOf,
@@ -93,6 +94,13 @@ describe('the task template of a container spec', () => {
     const made = template('cmd', 5000, { env: { HEALTHCHECK_URL: '/up', HEALTHCHECK_TIMEOUT: '5' } });
     expect(made.ContainerSpec.Healthcheck?.Test[1]).toContain("'http://127.0.0.1:5000/up'");
     expect(made.ContainerSpec.Healthcheck?.StartPeriod).toBe(5000 * 1e6);
+  });
+
+  it('gives a health check 10 s (or its interval, when longer) before it counts as failed: a slow engine on a busy node is no dead task', () => {
+    expect(template('web', 5000).ContainerSpec.Healthcheck?.Timeout).toBe(10_000 * 1e6);
+    expect(template('web', 5000).ContainerSpec.Healthcheck?.Interval).toBe(2000 * 1e6);
+    expect(healthTimeoutMs(1000)).toBe(10_000);
+    expect(healthTimeoutMs(30_000)).toBe(30_000);
   });
 
   it('spreads the tasks over the nodes, restarts them, limits them and labels them with the digest', () => {

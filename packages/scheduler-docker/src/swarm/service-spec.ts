@@ -156,11 +156,10 @@ export function taskTemplate(settings: SpecSettings, input: TemplateInput): Task
     // Swarm stops a replaced task on its own: it keeps serving while the router drops it.
     container.Command = ['/bin/sh', '-c', drainScript(settings.drainMs), 'svc-drain', ...command];
     container.StopGracePeriod = ms(settings.drainMs + settings.base.stopTimeoutMs);
-    const timeout = Math.max(1000, Math.min(5000, settings.healthIntervalMs));
     container.Healthcheck = {
       Test: ['CMD-SHELL', healthScript(port, spec.env.HEALTHCHECK_URL)],
       Interval: ms(settings.healthIntervalMs),
-      Timeout: ms(timeout),
+      Timeout: ms(healthTimeoutMs(settings.healthIntervalMs)),
       Retries: 3,
       StartPeriod: ms(startTimeoutOf(settings.base, spec.env)),
     };
@@ -179,6 +178,17 @@ export function taskTemplate(settings: SpecSettings, input: TemplateInput): Task
     ...networks(settings),
     ForceUpdate: 0,
   };
+}
+
+/**
+ * How long one health check of a routed task may take before it counts as failed: never less
+ * than 10 s. A task that stops listening fails its check at once (nothing is waited for),
+ * and a HEALTHCHECK_URL request gives up after 5 s; what the timeout catches is an engine slow
+ * to run the check on a busy node, and a task Swarm stops as unhealthy still runs as far as
+ * the task list says, so the router keeps sending it requests until it is gone.
+ */
+export function healthTimeoutMs(intervalMs: number): number {
+  return Math.max(10_000, intervalMs);
 }
 
 /** The whole spec of a process type's service. */

@@ -32,7 +32,8 @@ function workerEntry(): { exec: string; execArgv: string[] } {
   const compiled = join(__dirname, 'worker.js');
   if (existsSync(compiled)) return { exec: compiled, execArgv: [] };
   // Only when running from sources, where ts-node (a development dependency) is installed.
-  return { exec: join(__dirname, 'worker.ts'), execArgv: ['-r', require.resolve('ts-node/register/transpile-only')] };
+  // The workspace's packages resolve to their sources too (source-imports.ts), as under the test runner.
+  return { exec: join(__dirname, 'worker.ts'), execArgv: ['-r', require.resolve('ts-node/register/transpile-only'), '-r', join(__dirname, 'source-imports.ts')] };
 }
 
 /**

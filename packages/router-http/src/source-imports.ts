@@ -4,12 +4,12 @@
  * under the test runner, so that a worker needs no build of the packages it imports. A
  * compiled worker never loads this file.
  */
-import Module from 'node:module';
+import * as modules from 'node:module';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 
 type Resolve = (request: string, parent: unknown, ...rest: unknown[]) => string;
-const loader = Module as unknown as { _resolveFilename: Resolve };
+const loader = modules.Module as unknown as { _resolveFilename: Resolve };
 const resolveFilename = loader._resolveFilename;
 
 loader._resolveFilename = function resolveFromSources(this: unknown, request: string, parent: unknown, ...rest: unknown[]): string {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InMemoryLogStore, describeSchedulerContract, describeSchedulerScenarios } from '@svc/core/testing';
 import { ProcessScheduler } from '../src';
-import { answersAt } from './support/contract-answers';
+import { answersAt } from '@svc/supervisor-node';
 
 const node = JSON.stringify(process.execPath);
 

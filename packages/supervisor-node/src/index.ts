@@ -5,3 +5,4 @@
  */
 export { acceptsConnections, httpStatus } from './probes';
 export { sleep, waitUntilUp, type UpWait } from './wait-until-up';
+export { answerAt, answersAt, type ListeningAt } from './answers';

@@ -1,3 +1,8 @@
+/*
+ * What a container answers at its endpoints: the bodies of a GET of `/`, for the scheduler
+ * contract's probe of the process and Docker schedulers (which endpoints answer, and with
+ * which release).
+ */
 import { request } from 'node:http';
 
 /** Where one container of a type listens, as a scheduler's `endpoints` reports it. */
@@ -27,3 +32,4 @@ export async function answersAt(endpoints: readonly ListeningAt[]): Promise<stri
   const bodies = await Promise.all(endpoints.map((endpoint) => answerAt(endpoint)));
   return bodies.filter((body): body is string => body !== null);
 }
+

@@ -27,10 +27,30 @@ export interface RouterClusterOptions extends Pick<AppRouterOptions, 'connectTim
 
 const silentLogger: RouterLogger = Object.freeze({ info: () => undefined, warn: () => undefined, error: () => undefined });
 
+/**
+ * The modules the controller's process preloads (`-r`, `--require`), and nothing else of its
+ * Node options (no inspector or profiler ports twice): whatever makes the controller's imports
+ * resolve (a test's copy of the workspace) does the same in its router workers.
+ */
+export function preloadsOf(execArgv: readonly string[]): string[] {
+  const preloads: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const arg = execArgv[i] as string;
+    const next = execArgv[i + 1];
+    if ((arg === '-r' || arg === '--require') && next !== undefined) {
+      preloads.push(arg, next);
+      i++;
+    } else if (arg.startsWith('--require=')) {
+      preloads.push(arg);
+    }
+  }
+  return preloads;
+}
+
 /** The worker's entry point: compiled, or the TypeScript source when running from sources (tests). */
 function workerEntry(): { exec: string; execArgv: string[] } {
   const compiled = join(__dirname, 'worker.js');
-  if (existsSync(compiled)) return { exec: compiled, execArgv: [] };
+  if (existsSync(compiled)) return { exec: compiled, execArgv: preloadsOf(process.execArgv) };
   // Only when running from sources, where ts-node (a development dependency) is installed.
   // The workspace's packages resolve to their sources too (source-imports.ts), as under the test runner.
   return { exec: join(__dirname, 'worker.ts'), execArgv: ['-r', require.resolve('ts-node/register/transpile-only'), '-r', join(__dirname, 'source-imports.ts')] };

@@ -8,9 +8,9 @@
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { get } from './deploy-speed';
 import { api } from './docker';
 import { freePort, startServer, type ServerProcess } from './processes';
 
@@ -36,25 +36,10 @@ function exec(command: string, args: string[], options: { cwd?: string; env?: No
   });
 }
 
-/** The router's answer for the app: status and body. */
-function viaRouter(port: number, app: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path: '/', headers: { Host: `${app}.localhost` }, agent: false, timeout: 5000 }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve({ status: 0, body: '' }));
-    req.end();
-  });
-}
-
 /** Waits until the router answers 200 with `expected` in the body. */
 async function untilServed(port: number, app: string, expected: string, began: number): Promise<number> {
   for (;;) {
-    const answer = await viaRouter(port, app);
+    const answer = await get(port, `${app}.localhost`);
     if (answer.status === 200 && answer.body.includes(expected)) return performance.now() - began;
     if (performance.now() - began > 300_000) throw new Error(`the router did not serve ${expected} within 300 s (last: ${answer.status} ${answer.body.slice(0, 200)})`);
     await new Promise((resolve) => setTimeout(resolve, 20));

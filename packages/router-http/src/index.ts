@@ -7,3 +7,5 @@ export { ConnectionLimiter } from './limits';
 export { hostNameOf, wildcardOf } from './host';
 export { CHALLENGE_PREFIX, challengeToken, httpsLocation } from './challenge';
 export type { CertificateStore, ChallengeStore, RequestObserver, ResolvedRoute, RouteTable, RouteTarget, RouterLogger, ServedCertificate } from './ports';
+export { ControlSocket, NoController, type ControlSocketOptions } from './control';
+export { RouterLink, type RouterLinkOptions } from './link';

@@ -52,3 +52,17 @@ export type FromWorker =
   | { t: 'observed'; batch: Array<[app: string | null, status: number, durationMs: number]> }
   | { t: 'synced'; id: number }
   | { t: 'closed' };
+
+/**
+ * Messages from a router process of its own to the controller connected to its control
+ * socket (one JSON object a line): the router's ports first, then what its workers ask.
+ */
+export type ToController =
+  | { t: 'hello'; http: number | null; https: number | null }
+  | Extract<FromWorker, { t: 'resolve' | 'find' | 'challenge' | 'observed' | 'synced' }>;
+
+/**
+ * Messages from a controller to the router process: `ready` once its apps are up (from then
+ * on its answers count), the answers, and the workers' own messages to pass on.
+ */
+export type FromController = { t: 'ready' } | Extract<ToWorker, { t: 'resolved' | 'found' | 'answered' | 'invalidate' | 'sync' }>;

@@ -8,6 +8,7 @@ export {
   type SandboxStatus,
 } from './process-scheduler';
 export type { PortRange } from './ports';
+export type { ProcessRecord } from './records';
 export { niceForCpuShares } from './limits';
 export { APP_MOUNT, DEFAULT_UID_RANGE, type SandboxOptions, type UidRange } from './sandbox';
 export { ProcessSourceCompiler, BUILD_PATHS, type ProcessSourceCompilerOptions } from './source-compiler';

@@ -45,8 +45,75 @@ export async function stopLeftovers(
         stopped++;
         options.onStopped(record);
       }
-      records.remove(record.id);
+      // A process started since under the same id (a replacement) keeps its record.
+      records.removeIf(record.id, record.pid);
     }),
   );
   return stopped;
+}
+
+/** The prefix of the records of groups held by a later controller process until their replacements serve. */
+const HELD_PREFIX = 'held-';
+
+/** What LeftoverGroups needs of its scheduler. */
+export interface LeftoverHooks {
+  /** Whether this controller process runs the container or command of that id itself. */
+  owned: (id: string) => boolean;
+  /** Writes a line of the scheduler's to an app's log. */
+  event: (app: string, message: string) => void;
+  /** Resolves once the log lines so far are written. */
+  flush: () => Promise<void>;
+}
+
+/**
+ * The process groups an earlier controller process left running, as recorded under the data
+ * directory: stopped at start-up (`reap`), or, when the router outlives the controller and
+ * still sends them requests, held (`hold`) until their replacements serve, then stopped (`stop`).
+ */
+export class LeftoverGroups {
+  constructor(
+    private readonly records: ProcessRecords,
+    private readonly options: { canMeasure: boolean; stopTimeoutMs: number },
+    private readonly hooks: LeftoverHooks,
+  ) {}
+
+  /** Stops every recorded group this process does not run (it was left by a controller that crashed, was killed or let it run); resolves with how many ran. */
+  reap(): Promise<number> {
+    return this.stop(this.records.list().filter((record) => !this.hooks.owned(record.id)));
+  }
+
+  /**
+   * The recorded groups that still run, kept running: each is recorded again under an id of
+   * its own (`held-<id>`), so that the replacement started under the container's id does not
+   * take its record, and a controller process that dies before stopping them leaves them
+   * recorded for the next. Groups no longer running lose their records.
+   */
+  async hold(): Promise<ProcessRecord[]> {
+    const held: ProcessRecord[] = [];
+    for (const record of this.records.list()) {
+      if (this.hooks.owned(record.id)) continue;
+      if (!(await isLeftover(record, this.options.canMeasure))) {
+        this.records.remove(record.id);
+        continue;
+      }
+      const heldRecord = record.id.startsWith(HELD_PREFIX) ? record : { ...record, id: `${HELD_PREFIX}${record.id}` };
+      if (heldRecord !== record) {
+        this.records.write(heldRecord);
+        this.records.remove(record.id);
+      }
+      held.push(heldRecord);
+    }
+    return held;
+  }
+
+  /** Stops the given recorded groups (SIGTERM, SIGKILL after the stop timeout) and resolves with how many still ran. */
+  async stop(leftovers: ProcessRecord[]): Promise<number> {
+    const stopped = await stopLeftovers(this.records, leftovers, {
+      canMeasure: this.options.canMeasure,
+      stopTimeoutMs: this.options.stopTimeoutMs,
+      onStopped: (record) => this.hooks.event(record.app, `${record.name}: stopped process group ${record.pid}, left running by an earlier controller process`),
+    });
+    await this.hooks.flush();
+    return stopped;
+  }
 }

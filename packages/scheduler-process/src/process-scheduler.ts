@@ -39,7 +39,7 @@ import { supervised, type OneOff, type Supervised } from './supervised';
 import { MemoryWatch } from './memory-watch';
 import { AppDirectories } from './app-directories';
 import { AppConfinement } from './confinement';
-import { recordGroup, stopLeftovers } from './leftovers';
+import { LeftoverGroups, recordGroup } from './leftovers';
 
 export { RUN_TIMEOUT_EXIT_CODE, SCHEDULER_LOG_SOURCE } from '@svc/core';
 export type { BackoffOptions, Endpoint, ProcessSchedulerOptions, SandboxStatus } from './scheduler-options';
@@ -74,6 +74,8 @@ export class ProcessScheduler implements Scheduler {
   private readonly directories: AppDirectories;
   private readonly confinement: AppConfinement;
   private closing: Promise<void> | null = null;
+  /** The process groups an earlier controller process left running: stopped, or held until their replacements serve. */
+  readonly leftovers: LeftoverGroups;
 
   constructor(options: ProcessSchedulerOptions) {
     const dataDir = resolve(options.dataDir);
@@ -88,6 +90,11 @@ export class ProcessScheduler implements Scheduler {
     this.probeIntervalMs = options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
     this.memory = new MemoryWatch(options.memoryPollMs ?? 1000, this.canMeasure, () => this.containers.values(), (app, message) => this.event(app, message));
     this.directories = new AppDirectories(join(dataDir, 'apps'), (app) => this.ownDirectoryUsers(app));
+    this.leftovers = new LeftoverGroups(this.records, { canMeasure: this.canMeasure, stopTimeoutMs: this.stopTimeoutMs }, {
+      owned: (id) => this.containers.has(id) || this.runs.has(id),
+      event: (app, message) => this.event(app, message),
+      flush: () => this.log.flush(),
+    });
     this.confinement = new AppConfinement(join(dataDir, 'sandbox'), options, () => this.runningApps(), () => this.closing !== null);
   }
 
@@ -271,20 +278,24 @@ export class ProcessScheduler implements Scheduler {
     return this.closing;
   }
 
+  /** Stops the process groups an earlier controller process left running (LeftoverGroups.reap); resolves with how many. */
+  reapOrphans(): Promise<number> {
+    return this.leftovers.reap();
+  }
+
   /**
-   * Stops the process groups an earlier controller process left running (it crashed or was
-   * killed before it could stop them), as recorded under the data directory, and resolves
-   * with how many it stopped. Call it at start-up, before starting containers again.
+   * Leaves every process running, recorded, for the next controller process (LeftoverGroups.hold),
+   * and refuses new work; one-off commands are stopped. Resolves once the log lines are written.
    */
-  async reapOrphans(): Promise<number> {
-    const leftovers = this.records.list().filter((r) => !this.containers.has(r.id) && !this.runs.has(r.id));
-    const reaped = await stopLeftovers(this.records, leftovers, {
-      canMeasure: this.canMeasure,
-      stopTimeoutMs: this.stopTimeoutMs,
-      onStopped: (record) => this.event(record.app, `${record.name}: stopped process group ${record.pid}, left running by an earlier controller process`),
-    });
-    await this.log.flush();
-    return reaped;
+  detach(): Promise<void> {
+    this.closing ??= (async () => {
+      this.memory.stop();
+      // Nothing is restarted (a pending restart sees it) or reported any more: the processes are the next controller's.
+      for (const c of this.containers.values()) c.stopping = true;
+      await Promise.all([...this.runs.values()].map((r) => (r.group ? terminateGroup(r.group, this.stopTimeoutMs) : Promise.resolve())));
+      await this.log.flush();
+    })();
+    return this.closing;
   }
 
   private assertOpen(): void {

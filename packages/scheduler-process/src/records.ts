@@ -35,6 +35,17 @@ export class ProcessRecords {
     rmSync(this.file(id), { force: true });
   }
 
+  /** Removes the record of `id` only while it still names the group of `pid` (a newer process may have taken the id). */
+  removeIf(id: string, pid: number): void {
+    try {
+      const record = JSON.parse(readFileSync(this.file(id), 'utf8')) as ProcessRecord;
+      if (record.pid !== pid) return;
+    } catch {
+      // Unreadable or gone: nothing else can be in it.
+    }
+    this.remove(id);
+  }
+
   /** Every readable record; unreadable files are removed. */
   list(): ProcessRecord[] {
     let names: string[];

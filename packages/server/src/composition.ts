@@ -27,7 +27,7 @@ import type { ProcessScheduler } from '@svc/scheduler-process';
 import { DockerImageBuilder, type Docker, type RegistryLogin } from '@svc/scheduler-docker';
 import { createHttpApp, type HttpLogger, type HttpOptions } from '@svc/http-express';
 import { GitServer } from '@svc/builder-git';
-import { AppRouter, RouterCluster, type AppRouterOptions, type LogLevel, type RequestObserver } from '@svc/router-http';
+import { AppRouter, RouterCluster, RouterLink, type AppRouterOptions, type LogLevel, type RequestObserver } from '@svc/router-http';
 import type { ControllerMetrics } from '@svc/metrics-prometheus';
 import type { ImageBuildSettings } from './config';
 import { PlatformRouteTable, StoredCertificates, StoredChallenges, type LeavingContainers } from './routing';
@@ -110,10 +110,16 @@ export interface RouterSetup {
   observer?: RequestObserver;
   /** The HTTPS port redirects to HTTPS name (ROUTER_TLS_PORT); absent: 443. */
   httpsPort?: number;
+  /** The control socket of a router process of its own (ROUTER_SOCKET): the controller serves it instead of running one; absent or null: it runs its own. */
+  socket?: string | null;
 }
 
-/** The router as the server drives it: in-process (AppRouter) or in worker processes (RouterCluster). */
-export type PlatformRouter = Pick<AppRouter, 'listen' | 'listenTls' | 'invalidateCertificate' | 'routesChanged' | 'close'>;
+/**
+ * The router as the server drives it: in-process (AppRouter), in worker processes
+ * (RouterCluster), or a router process of its own that the controller serves (RouterLink,
+ * which the server tells when the apps are up with `serve`).
+ */
+export type PlatformRouter = Pick<AppRouter, 'listen' | 'listenTls' | 'invalidateCertificate' | 'routesChanged' | 'close'> & { serve?: () => Promise<void> };
 
 /** Where the git server keeps repositories and build directories, and how it introduces itself. */
 export interface GitSetup {
@@ -285,7 +291,11 @@ const routerModule = (options: CompositionOptions) =>
         ...(setup.observer === undefined ? {} : { observer: setup.observer }),
       };
       const router: PlatformRouter =
-        setup.workers === 0 ? new AppRouter(shared) : new RouterCluster({ ...shared, workers: setup.workers, ...(setup.logLevel === undefined ? {} : { logLevel: setup.logLevel }) });
+        typeof setup.socket === 'string'
+          ? new RouterLink({ path: setup.socket, routes: shared.routes, certificates: shared.certificates, logger: shared.logger, ...(shared.challenges === undefined ? {} : { challenges: shared.challenges }), ...(setup.observer === undefined ? {} : { observer: setup.observer }) })
+          : setup.workers === 0
+            ? new AppRouter(shared)
+            : new RouterCluster({ ...shared, workers: setup.workers, ...(setup.logLevel === undefined ? {} : { logLevel: setup.logLevel }) });
       ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers).refreshRoutes = () => router.routesChanged();
       return router;
     });

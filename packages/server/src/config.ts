@@ -1,5 +1,6 @@
 import { API_VERSIONS, DEFAULT_SETTINGS, type ApiVersion, type RegistrationMode, type Settings } from '@svc/core';
 import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
 import { parseChaosSpec, type ChaosOptions } from '@svc/scheduler-chaos';
 import type { SandboxOptions } from '@svc/scheduler-process';
 import type { RegistryLogin } from '@svc/scheduler-docker';
@@ -94,6 +95,8 @@ export interface RouterSettings {
   upstreamIdleTimeoutMs: number;
   /** ROUTER_ACCESS_LOG_SAMPLE: the share of requests written to the access log, 0 to 1. */
   accessLogSample: number;
+  /** ROUTER_SOCKET: the control socket of the router as a process of its own (`npm run start:router`); null: the controller runs the router. */
+  socket: string | null;
 }
 
 /** Everything the server reads from its environment, validated. */
@@ -232,7 +235,18 @@ function routerSettings(env: Env): RouterSettings {
     upstreamIdleSockets: integer(env, 'ROUTER_UPSTREAM_IDLE_SOCKETS', 128, 0, 100_000),
     upstreamIdleTimeoutMs: integer(env, 'ROUTER_UPSTREAM_IDLE_TIMEOUT_MS', 4000, 100, 600_000),
     accessLogSample: sample(env),
+    socket: routerSocket(env),
   };
+}
+
+/** `ROUTER_SOCKET`: unset for a router run by the controller; else the path of the router process's control socket, made absolute. */
+function routerSocket(env: Env): string | null {
+  const value = text(env, 'ROUTER_SOCKET', '');
+  if (value === '') return null;
+  const path = resolve(value);
+  // The kernel's limit on the path of a Unix socket (108 bytes with its terminating zero on Linux).
+  if (Buffer.byteLength(path) > 100) throw new ConfigError('ROUTER_SOCKET', `the path ${path} is too long for a Unix socket (100 bytes at most): choose a shorter one`);
+  return path;
 }
 
 /** `ROUTER_TLS_PORT`: unset (or `off`) for no HTTPS listener. */

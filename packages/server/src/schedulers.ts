@@ -2,7 +2,7 @@ import { ContainerModule, type Container, type ResolutionContext } from 'inversi
 import type { Logger } from 'pino';
 import { TOKENS, type LogStore, type Scheduler, type SourceCompiler, type UseCases } from '@svc/core';
 import { MemoryScheduler } from '@svc/scheduler-memory';
-import { ProcessScheduler, type SandboxOptions, type SandboxStatus } from '@svc/scheduler-process';
+import { ProcessScheduler, type ProcessRecord, type SandboxOptions, type SandboxStatus } from '@svc/scheduler-process';
 import { DockerScheduler, SwarmScheduler, createEngine, pingEngine, type Docker, type EngineSchedulerOptions, type RegistryLogin } from '@svc/scheduler-docker';
 import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
 import { prepareEngineBuilds, type DockerCompileSetup } from './compose-builds';
@@ -29,6 +29,11 @@ import { DrainingScheduler, LeavingContainers, type EndpointSource } from './rou
  *    did not survive the earlier controller process, are started again.
  * 5. `SchedulerStartup.stop` at shutdown (the apps first; engine containers keep running for
  *    the next controller process to adopt).
+ *
+ * With a router that outlives the controller (ROUTER_SOCKET, `keepApps`), the process
+ * scheduler's processes outlive it too: step 5 leaves them running, step 3 holds those an
+ * earlier controller process left instead of stopping them, step 4 starts their replacements,
+ * and `afterRoutesServed`, once the router sends requests to the replacements, stops them.
  */
 
 /** Tokens of the schedulers the server binds (part of SERVER_TOKENS). */
@@ -296,9 +301,14 @@ export class SchedulerStartup {
   private stackProblem: string | null = null;
   private portsBound: (ports: BoundPorts) => void = () => undefined;
   private sandboxReady: Promise<SandboxStatus> | null = null;
+  // The processes an earlier controller process left serving, until their replacements serve.
+  private held: ProcessRecord[] = [];
 
-  /** `shared`: another controller process may use the database (PostgreSQL). */
-  constructor(private readonly options: { shared: boolean; logger: Logger }) {}
+  /**
+   * `shared`: another controller process may use the database (PostgreSQL); `keepApps`: the
+   * router outlives the controller, and so do the apps' processes (see the top of this file).
+   */
+  constructor(private readonly options: { shared: boolean; logger: Logger; keepApps?: boolean }) {}
 
   /** The sandbox's state with SCHEDULER=process (null until it is set up, and with the others). */
   get sandboxStatus(): SandboxStatus | null {
@@ -328,7 +338,10 @@ export class SchedulerStartup {
         ports.then((bound) => bound.own),
       ) ?? null;
     try {
-      if (processScheduler !== null) {
+      if (processScheduler !== null && this.options.keepApps === true) {
+        this.held = await processScheduler.leftovers.hold();
+        if (this.held.length > 0) logger.info({ held: this.held.length }, 'app processes of the earlier controller process serve until their replacements are up');
+      } else if (processScheduler !== null) {
         const reaped = await processScheduler.reapOrphans();
         if (reaped > 0) logger.warn({ reaped }, 'stopped app processes left running by an earlier controller process');
       }
@@ -383,10 +396,24 @@ export class SchedulerStartup {
     logger.info({ restored }, 'restored the apps\' containers');
   }
 
-  /** Step 5: stops the apps' processes; the apps' engine containers keep running, and the next controller process adopts them. */
+  /** Once the router sends requests to the replacements of held processes (`keepApps`): those go. */
+  async afterRoutesServed(): Promise<void> {
+    const { processScheduler } = this.required();
+    const held = this.held;
+    this.held = [];
+    if (processScheduler === null || held.length === 0) return;
+    const stopped = await processScheduler.leftovers.stop(held);
+    this.options.logger.info({ stopped }, 'stopped the app processes of the earlier controller process: their replacements serve');
+  }
+
+  /**
+   * Step 5: stops the apps' processes (with `keepApps`, leaves them running for the next
+   * controller process); the apps' engine containers keep running, and the next controller process adopts them.
+   */
   async stop(): Promise<void> {
     if (this.parts === null) return;
-    await this.parts.processScheduler?.shutdown();
+    if (this.options.keepApps === true) await this.parts.processScheduler?.detach();
+    else await this.parts.processScheduler?.shutdown();
     await this.parts.dockerScheduler?.shutdown();
     await this.parts.swarmScheduler?.shutdown();
   }

@@ -12,6 +12,7 @@ import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
 import { ControllerMetrics, createAcmeMetrics, createRouterMetrics } from '@svc/metrics-prometheus';
 import { AcmeRounds, acmeRoundsOnChanges, acmeSetup, leaseHolder } from './acme';
 import { checkPorts } from './preflight';
+import { routerSetup } from './router-setup';
 import { compose, type GitSetup, type PlatformRouter } from './composition';
 import { dashboardDirectory } from './dashboard';
 import { platformVersion, resolveSecretKey, sharedSecretKey } from './secret-key';
@@ -159,7 +160,9 @@ async function sweepDeploys(useCases: UseCases, logger: Logger): Promise<void> {
 /** Starts the controller: database (migrated), composition, HTTP listener. */
 export async function startServer(config: ServerConfig, logger: Logger): Promise<RunningServer> {
   // Before anything is made: a port taken stops the start naming its setting (preflight.ts).
-  await checkPorts(config);
+  // A router process of its own (ROUTER_SOCKET) holds the router's ports, not this one.
+  const ownRouter = config.router.socket === null;
+  await checkPorts(ownRouter ? config : { ...config, routerPort: null, routerTlsPort: null });
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });
 
@@ -189,7 +192,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   // Ends log follow streams at shutdown: they would otherwise hold the stop up to its timeout.
   const shutdown = new AbortController();
   // Which scheduler, and what it must have ready before the controller serves: schedulers.ts.
-  const scheduling = new SchedulerStartup({ shared, logger });
+  const scheduling = new SchedulerStartup({ shared, logger, keepApps: !ownRouter });
   let schedulerKind: SchedulerKind;
   try {
     schedulerKind = await chooseScheduler(config, dataDir, () => database.appsWithContainers(), logger);
@@ -233,23 +236,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     shutdown: shutdown.signal,
     metrics: metrics === null ? null : { collector: metrics, token: config.metrics.token },
     router: {
-      workers: config.router.workers,
-      routeRefreshMs: config.router.routeRefreshMs,
-      accessLogSample: config.router.accessLogSample,
-      limits: {
-        maxConnections: config.router.maxConnections,
-        maxConnectionsPerClient: config.router.maxConnectionsPerClient,
-        reservedConnections: config.router.reservedConnections,
-        headersTimeoutMs: config.router.headersTimeoutMs,
-        idleTimeoutMs: config.router.idleTimeoutMs,
-      },
-      upstream: {
-        maxSockets: config.router.upstreamMaxSockets,
-        maxIdleSockets: config.router.upstreamIdleSockets,
-        idleTimeoutMs: config.router.upstreamIdleTimeoutMs,
-      },
-      logLevel: config.logLevel,
-      ...(config.routerTlsPort !== null && config.routerTlsPort > 0 ? { httpsPort: config.routerTlsPort } : {}),
+      ...routerSetup(config),
       ...(routerMetrics === null
         ? {}
         : { observer: { request: (app: string | null, status: number, durationMs: number) => routerMetrics.observe({ app, status, durationSeconds: durationMs / 1000 }) } }),
@@ -321,6 +308,11 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   try {
     const bound = (ports: Array<number | null>): number[] => ports.filter((port): port is number => port !== null);
     await scheduling.afterPortsBound({ router: bound([routerPort, routerTlsPort]), own: bound([address.port, gitPort, routerPort, routerTlsPort, localDatabasePort(config.databaseUrl)]) });
+    // A router process of its own takes this controller's routes once the apps are up, then what an earlier one left goes.
+    if (router.serve !== undefined) {
+      await router.serve();
+      await scheduling.afterRoutesServed();
+    }
   } catch (error) {
     await stopProcesses();
     server.close();

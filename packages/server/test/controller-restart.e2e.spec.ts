@@ -1,0 +1,283 @@
+import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { Agent, request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LABELS, createEngine, unguardHostFromBridge, type Docker } from '@svc/scheduler-docker';
+import { startController, type ControllerProcess } from './processes/controller-process';
+import { call, callUntil, registerAndLogin } from './processes/http';
+import { startRouter, type RouterProcess } from './processes/router-process';
+import { buildWorkspace, type WorkspaceBuild } from './processes/workspace-build';
+import { inlineNode } from './support';
+
+jest.setTimeout(300_000);
+
+/** Client connections kept busy through the router during the restart. */
+const CONNECTIONS = 64;
+
+/**
+ * The app of the process scheduler's case: answers its instance id (one per process) and,
+ * on SIGTERM, stops accepting and finishes what it is answering, as a well-behaved web
+ * process does.
+ */
+const APP_JS = `
+const http = require('http');
+const instance = require('crypto').randomUUID();
+const server = http.createServer((req, res) => res.end(instance));
+server.keepAliveTimeout = 30000;
+server.listen(Number(process.env.PORT));
+process.on('SIGTERM', () => server.close(() => process.exit(0)));
+`;
+
+/** What the clients saw: answers by status (0: no answer at all), and the bodies of the 200s. */
+interface Load {
+  statuses: Map<number, number>;
+  bodies: Set<string>;
+  failures: string[];
+  stop(): Promise<void>;
+}
+
+/** Keeps `CONNECTIONS` clients sending GETs through the router to `host`, one after the other each, over kept-alive connections. */
+function keepLoading(port: number, host: string): Load {
+  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+  const load: Load = { statuses: new Map(), bodies: new Set(), failures: [], stop: async () => undefined };
+  let running = true;
+  const once = (): Promise<void> =>
+    new Promise((resolve) => {
+      const req = request({ host: '127.0.0.1', port, path: '/', headers: { Host: host }, agent }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => {
+          const status = res.statusCode ?? 0;
+          load.statuses.set(status, (load.statuses.get(status) ?? 0) + 1);
+          if (status === 200) load.bodies.add(text.trim());
+          else if (load.failures.length < 20) load.failures.push(`${status} ${text.trim()}`);
+          resolve();
+        });
+        res.on('error', (error) => {
+          load.statuses.set(0, (load.statuses.get(0) ?? 0) + 1);
+          if (load.failures.length < 20) load.failures.push(error.message);
+          resolve();
+        });
+      });
+      req.setTimeout(30_000, () => req.destroy(new Error('no answer within 30 s')));
+      req.on('error', (error) => {
+        load.statuses.set(0, (load.statuses.get(0) ?? 0) + 1);
+        if (load.failures.length < 20) load.failures.push(error.message);
+        resolve();
+      });
+      req.end();
+    });
+  const clients = Array.from({ length: CONNECTIONS }, async () => {
+    while (running) await once();
+  });
+  load.stop = async () => {
+    running = false;
+    await Promise.all(clients);
+    agent.destroy();
+  };
+  return load;
+}
+
+const answered = (load: Load): number => load.statuses.get(200) ?? 0;
+const failed = (load: Load): number => [...load.statuses].filter(([status]) => status !== 200).reduce((sum, [, n]) => sum + n, 0);
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One app answering through a router process while its controller is stopped (SIGTERM) and started again on the same data. */
+interface RestartCase {
+  /** The controller's environment (DATA_DIR, ROUTER_SOCKET and the scheduler's settings). */
+  env: Record<string, string>;
+  /** Deploys the app and resolves once the router answers 200 for it. */
+  deploy: (api: { url: string; token: string }, app: string) => Promise<void>;
+}
+
+/**
+ * Starts the router and a controller, deploys, keeps `CONNECTIONS` clients busy, stops the
+ * controller with SIGTERM and starts another on the same data, keeps the clients going a
+ * little, then deletes the app (its processes or containers go) and stops both processes.
+ */
+async function restartUnderLoad(build: WorkspaceBuild, setup: RestartCase, label: string): Promise<{ load: Load; restartMs: number; bodiesBefore: Set<string> }> {
+  const app = `restart-${process.pid.toString(36)}`;
+  let router: RouterProcess | null = null;
+  let controller: ControllerProcess | null = null;
+  try {
+    router = await startRouter(build, { ...setup.env, ROUTER_WORKERS: '2' });
+    controller = await startController(build, { env: setup.env });
+    const token = await registerAndLogin(controller.url, 'alice');
+    expect((await call(controller.url, 'POST', '/v1/apps/', token, { id: app })).status).toBe(201);
+    await setup.deploy({ url: controller.url, token }, app);
+    const host = `${app}.localhost`;
+    const ready = await callUntil(() => routerGet(router as RouterProcess, host), (reply) => reply.status === 200, 30_000);
+    expect(ready).toMatchObject({ status: 200 });
+
+    const load = keepLoading(router.port, host);
+    await pause(1000);
+    const bodiesBefore = new Set(load.bodies);
+    const stoppedAt = Date.now();
+    await controller.stop(30_000);
+    controller = await startController(build, { env: setup.env, startTimeoutMs: 120_000 });
+    const restartMs = Date.now() - stoppedAt;
+    // Requests keep going through the handover to what the new controller started or adopted.
+    await pause(2000);
+    await load.stop();
+    process.stdout.write(
+      `controller restart (${label}): ${answered(load)} requests answered, ${failed(load)} failed, over ${CONNECTIONS} connections; ` +
+        `SIGTERM to listening again: ${restartMs} ms\n`,
+    );
+    const second = await registerAndLoginAgain(controller.url);
+    expect((await call(controller.url, 'DELETE', `/v1/apps/${app}/`, second)).status).toBeLessThan(300);
+    return { load, restartMs, bodiesBefore };
+  } finally {
+    await controller?.stop(30_000);
+    await router?.stop();
+    // The controller leaves the apps' processes running for the next one: none may outlive the test.
+    await killRecordedGroups(setup.env.DATA_DIR as string);
+  }
+}
+
+/** Kills the process groups the process scheduler recorded under the data directory (those a failed test left). */
+async function killRecordedGroups(dataDir: string): Promise<void> {
+  const directory = join(dataDir, 'processes');
+  const names = await readdir(directory).catch(() => [] as string[]);
+  for (const name of names) {
+    try {
+      const { pid } = JSON.parse(await readFile(join(directory, name), 'utf8')) as { pid: number };
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // Gone already.
+    }
+  }
+}
+
+/** Logs alice in on the new controller (the same database). */
+async function registerAndLoginAgain(url: string): Promise<string> {
+  const login = await call(url, 'POST', '/v1/auth/login', null, { username: 'alice', password: 'correct horse battery staple' });
+  return (login.body as { token: string }).token;
+}
+
+function routerGet(router: RouterProcess, host: string): Promise<{ status: number; release: string | null; body: unknown }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port: router.port, path: '/', headers: { Host: host }, agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, release: null, body: text }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('a controller restart behind a router process of its own (ROUTER_SOCKET)', () => {
+  let build: WorkspaceBuild;
+  let dataDir: string;
+
+  beforeAll(async () => {
+    build = await buildWorkspace();
+  });
+
+  beforeEach(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'svc-restart-'));
+  });
+
+  afterEach(async () => {
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('with the process scheduler: no request fails, and the apps\' processes are replaced by the new controller\'s', async () => {
+    const env = {
+      SCHEDULER: 'process',
+      // The sandbox is another file's subject (sandbox.e2e): here the processes run unconfined.
+      UNSAFE_SINGLE_USER_DEV: '1',
+      PROCESS_PORT_RANGE: '45000-45999',
+      HEALTHCHECK_TIMEOUT: '30',
+      PROCESS_STOP_TIMEOUT_SECONDS: '5',
+      DATA_DIR: dataDir,
+      ROUTER_SOCKET: join(dataDir, 'router.sock'),
+    };
+    const { load, bodiesBefore } = await restartUnderLoad(
+      build,
+      {
+        env,
+        deploy: async ({ url, token }, app) => {
+          const built = await call(url, 'POST', `/v1/apps/${app}/builds/`, token, { image: 'example/restart:v1', procfile: { web: inlineNode(APP_JS) } });
+          expect(built.status).toBe(201);
+        },
+      },
+      'process scheduler',
+    );
+    expect(load.failures).toEqual([]);
+    expect(failed(load)).toBe(0);
+    expect(answered(load)).toBeGreaterThan(1000);
+    // The process of the first controller answered before the restart, its replacement after.
+    expect(bodiesBefore.size).toBe(1);
+    expect(load.bodies.size).toBe(2);
+  });
+});
+
+/** The engine of the Docker tests (`.ci/docker-engine.sh` starts one). */
+const TEST_DOCKER_HOST = process.env.TEST_DOCKER_HOST?.trim() || null;
+const describeEngine = TEST_DOCKER_HOST !== null ? describe : process.env.CI === 'true' ? describe : describe.skip;
+if (TEST_DOCKER_HOST === null && process.env.CI !== 'true') {
+  process.stdout.write('A controller restart on a Docker engine (e2e) was not run: set TEST_DOCKER_HOST to run it.\n');
+}
+
+describeEngine('a controller restart behind a router process of its own, on a Docker engine', () => {
+  const tag = process.pid.toString(36);
+  const image = `svc-e2e/restart-${tag}:1`;
+  const env = {
+    SCHEDULER: 'docker',
+    DOCKER_HOST: TEST_DOCKER_HOST ?? '',
+    DOCKER_NETWORK: `svc-restart-${tag}`,
+    DOCKER_BRIDGE: `svcr${tag}`.slice(0, 15),
+    DOCKER_INSTANCE: `restart-${tag}`,
+    HEALTHCHECK_TIMEOUT: '30',
+    PROCESS_STOP_TIMEOUT_SECONDS: '2',
+  };
+  let build: WorkspaceBuild;
+  let docker: Docker;
+  let dataDir: string;
+
+  beforeAll(async () => {
+    if (TEST_DOCKER_HOST === null) throw new Error('TEST_DOCKER_HOST is not set under CI=true (.ci/docker-engine.sh starts an engine)');
+    build = await buildWorkspace();
+    docker = createEngine(TEST_DOCKER_HOST);
+    // An image that serves a page on 8080, from the offline busybox image.
+    const builder = await docker.createContainer({ Image: 'svc-test/busybox:1', Cmd: ['sh', '-c', 'mkdir -p /www && echo restart > /www/index.html'] });
+    await builder.start();
+    await builder.wait();
+    await builder.commit({ repo: `svc-e2e/restart-${tag}`, tag: '1', changes: ['EXPOSE 8080', 'CMD ["httpd", "-f", "-p", "8080", "-h", "/www"]'] } as never);
+    await builder.remove({ force: true });
+    dataDir = await mkdtemp(join(tmpdir(), 'svc-restart-docker-'));
+  });
+
+  afterAll(async () => {
+    if (docker) {
+      const left = await docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${env.DOCKER_INSTANCE}`] } });
+      await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+      await docker.getNetwork(env.DOCKER_NETWORK).remove().catch(() => undefined);
+      await docker.getImage(image).remove({ force: true }).catch(() => undefined);
+    }
+    await unguardHostFromBridge(env.DOCKER_BRIDGE);
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('no request fails, and the new controller adopts the running container', async () => {
+    const { load, bodiesBefore } = await restartUnderLoad(
+      build,
+      {
+        env: { ...env, DATA_DIR: dataDir, ROUTER_SOCKET: join(dataDir, 'router.sock') },
+        deploy: async ({ url, token }, app) => {
+          const built = await call(url, 'POST', `/v1/apps/${app}/builds/`, token, { image });
+          expect(built.status).toBe(201);
+        },
+      },
+      'Docker scheduler',
+    );
+    expect(load.failures).toEqual([]);
+    expect(failed(load)).toBe(0);
+    expect(answered(load)).toBeGreaterThan(1000);
+    expect(bodiesBefore).toEqual(new Set(['restart']));
+    expect(load.bodies).toEqual(new Set(['restart']));
+  });
+});

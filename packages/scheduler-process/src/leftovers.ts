@@ -1,3 +1,6 @@
+import { SCHEDULER_LOG_SOURCE } from '@svc/core';
+import type { Readable } from 'node:stream';
+import { importKeptOutput, keepOutput } from './output-keeper';
 import { groupMembers, readStat } from './proc';
 import { signalGroup, waitForGroupGone, type ProcessGroup } from './process-group';
 import type { ProcessRecord, ProcessRecords } from './records';
@@ -59,8 +62,8 @@ const HELD_PREFIX = 'held-';
 export interface LeftoverHooks {
   /** Whether this controller process runs the container or command of that id itself. */
   owned: (id: string) => boolean;
-  /** Writes a line of the scheduler's to an app's log. */
-  event: (app: string, message: string) => void;
+  /** Writes a line to an app's log. */
+  write: (app: string, source: string, line: string) => void;
   /** Resolves once the log lines so far are written. */
   flush: () => Promise<void>;
 }
@@ -73,7 +76,7 @@ export interface LeftoverHooks {
 export class LeftoverGroups {
   constructor(
     private readonly records: ProcessRecords,
-    private readonly options: { canMeasure: boolean; stopTimeoutMs: number },
+    private readonly options: { canMeasure: boolean; stopTimeoutMs: number; outputDirectory: string },
     private readonly hooks: LeftoverHooks,
   ) {}
 
@@ -106,14 +109,29 @@ export class LeftoverGroups {
     return held;
   }
 
-  /** Stops the given recorded groups (SIGTERM, SIGKILL after the stop timeout) and resolves with how many still ran. */
+  /**
+   * Stops the given recorded groups (SIGTERM, SIGKILL after the stop timeout) and resolves with
+   * how many still ran; what they printed since their controller process left is read into the app's log.
+   */
   async stop(leftovers: ProcessRecord[]): Promise<number> {
     const stopped = await stopLeftovers(this.records, leftovers, {
       canMeasure: this.options.canMeasure,
       stopTimeoutMs: this.options.stopTimeoutMs,
-      onStopped: (record) => this.hooks.event(record.app, `${record.name}: stopped process group ${record.pid}, left running by an earlier controller process`),
+      onStopped: (record) => this.hooks.write(record.app, SCHEDULER_LOG_SOURCE, `${record.name}: stopped process group ${record.pid}, left running by an earlier controller process`),
     });
+    // The keeper writes the last lines once the group is gone and the pipes close.
+    if (leftovers.length > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const record of leftovers) {
+      const id = record.id.startsWith(HELD_PREFIX) ? record.id.slice(HELD_PREFIX.length) : record.id;
+      // Named as the scheduler names a process's lines (the core's outputSource).
+      importKeptOutput(this.options.outputDirectory, id, (line) => this.hooks.write(record.app, `${record.app}[${record.name}]`, line));
+    }
     await this.hooks.flush();
     return stopped;
+  }
+
+  /** Hands the output pipes of processes left running for the next controller process to a keeper (output-keeper.ts). */
+  keepOutput(groups: Array<{ id: string; pipes: readonly Readable[] }>): void {
+    keepOutput(this.options.outputDirectory, groups);
   }
 }

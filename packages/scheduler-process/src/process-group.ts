@@ -28,6 +28,8 @@ export interface ProcessGroup {
   alive(): Promise<boolean>;
   /** Stops reading the output pipes, for processes that keep them open after the group is gone. */
   detachOutput(): void;
+  /** The output pipes as read here (stdout, stderr), to hand over to another reader (output-keeper.ts). */
+  readonly outputPipes: readonly Readable[];
   /**
    * The PID namespace every process of a sandboxed group lives in (`pid:[…]`), once known;
    * null for a plain process group.
@@ -153,6 +155,7 @@ export function spawnGroup(options: GroupOptions): Promise<ProcessGroup> {
           detachOutput: () => {
             for (const stream of streams) stream.destroy();
           },
+          outputPipes: streams,
           namespace: () => null,
         });
         return;
@@ -170,6 +173,7 @@ export function spawnGroup(options: GroupOptions): Promise<ProcessGroup> {
           detachOutput: () => {
             for (const stream of streams) stream.destroy();
           },
+          outputPipes: streams,
           namespace: () => info?.namespace ?? null,
         });
       });

@@ -90,9 +90,9 @@ export class ProcessScheduler implements Scheduler {
     this.probeIntervalMs = options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
     this.memory = new MemoryWatch(options.memoryPollMs ?? 1000, this.canMeasure, () => this.containers.values(), (app, message) => this.event(app, message));
     this.directories = new AppDirectories(join(dataDir, 'apps'), (app) => this.ownDirectoryUsers(app));
-    this.leftovers = new LeftoverGroups(this.records, { canMeasure: this.canMeasure, stopTimeoutMs: this.stopTimeoutMs }, {
+    this.leftovers = new LeftoverGroups(this.records, { canMeasure: this.canMeasure, stopTimeoutMs: this.stopTimeoutMs, outputDirectory: join(dataDir, 'output') }, {
       owned: (id) => this.containers.has(id) || this.runs.has(id),
-      event: (app, message) => this.event(app, message),
+      write: (app, source, line) => this.log.write(app, source, line),
       flush: () => this.log.flush(),
     });
     this.confinement = new AppConfinement(join(dataDir, 'sandbox'), options, () => this.runningApps(), () => this.closing !== null);
@@ -262,9 +262,8 @@ export class ProcessScheduler implements Scheduler {
   }
 
   /**
-   * Stops every process (SIGTERM to all groups at once, SIGKILL to those still there after
-   * the stop timeout) and refuses new work; resolves once they are gone and their log lines
-   * are written. Calling it again returns the same promise.
+   * Stops every process (SIGTERM to all groups at once, SIGKILL after the stop timeout) and refuses
+   * new work; resolves once they are gone and their log lines written. Calls share one promise.
    */
   shutdown(): Promise<void> {
     this.closing ??= (async () => {
@@ -284,14 +283,14 @@ export class ProcessScheduler implements Scheduler {
   }
 
   /**
-   * Leaves every process running, recorded, for the next controller process (LeftoverGroups.hold),
-   * and refuses new work; one-off commands are stopped. Resolves once the log lines are written.
+   * Leaves every process running, recorded, for the next controller process (LeftoverGroups.hold):
+   * none is restarted or reported any more, their output goes to a keeper; one-off commands stop.
    */
   detach(): Promise<void> {
     this.closing ??= (async () => {
       this.memory.stop();
-      // Nothing is restarted (a pending restart sees it) or reported any more: the processes are the next controller's.
       for (const c of this.containers.values()) c.stopping = true;
+      this.leftovers.keepOutput([...this.containers.values()].flatMap((c) => (c.group === null ? [] : [{ id: c.spec.id, pipes: c.group.outputPipes }])));
       await Promise.all([...this.runs.values()].map((r) => (r.group ? terminateGroup(r.group, this.stopTimeoutMs) : Promise.resolve())));
       await this.log.flush();
     })();

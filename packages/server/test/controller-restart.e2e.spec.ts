@@ -15,17 +15,25 @@ jest.setTimeout(300_000);
 const CONNECTIONS = 64;
 
 /**
- * The app of the process scheduler's case: answers its instance id (one per process) and,
- * on SIGTERM, stops accepting and finishes what it is answering, as a well-behaved web
- * process does.
+ * The app of the process scheduler's case: answers its instance id (one per process), prints
+ * a line every 200 requests and one when told to stop, and on SIGTERM stops accepting and
+ * finishes what it is answering, as a well-behaved web process does. Its lines are printed
+ * while no controller reads its output too: it must neither die of that nor lose them.
  */
 const APP_JS = `
 const http = require('http');
 const instance = require('crypto').randomUUID();
-const server = http.createServer((req, res) => res.end(instance));
+let answered = 0;
+const server = http.createServer((req, res) => {
+  if (++answered % 200 === 0) console.log(instance + ' answered ' + answered);
+  res.end(instance);
+});
 server.keepAliveTimeout = 30000;
 server.listen(Number(process.env.PORT));
-process.on('SIGTERM', () => server.close(() => process.exit(0)));
+process.on('SIGTERM', () => {
+  console.log('stopping ' + instance + ' after ' + answered);
+  server.close(() => process.exit(0));
+});
 `;
 
 /** What the clients saw: answers by status (0: no answer at all), and the bodies of the 200s. */
@@ -96,7 +104,7 @@ interface RestartCase {
  * controller with SIGTERM and starts another on the same data, keeps the clients going a
  * little, then deletes the app (its processes or containers go) and stops both processes.
  */
-async function restartUnderLoad(build: WorkspaceBuild, setup: RestartCase, label: string): Promise<{ load: Load; restartMs: number; bodiesBefore: Set<string> }> {
+async function restartUnderLoad(build: WorkspaceBuild, setup: RestartCase, label: string): Promise<{ load: Load; restartMs: number; bodiesBefore: Set<string>; log: string }> {
   const app = `restart-${process.pid.toString(36)}`;
   let router: RouterProcess | null = null;
   let controller: ControllerProcess | null = null;
@@ -125,8 +133,9 @@ async function restartUnderLoad(build: WorkspaceBuild, setup: RestartCase, label
         `SIGTERM to listening again: ${restartMs} ms\n`,
     );
     const second = await registerAndLoginAgain(controller.url);
+    const log = (await call(controller.url, 'GET', `/v1/apps/${app}/logs/?log_lines=10000`, second)).body as string;
     expect((await call(controller.url, 'DELETE', `/v1/apps/${app}/`, second)).status).toBeLessThan(300);
-    return { load, restartMs, bodiesBefore };
+    return { load, restartMs, bodiesBefore, log };
   } finally {
     await controller?.stop(30_000);
     await router?.stop();
@@ -195,7 +204,7 @@ describe('a controller restart behind a router process of its own (ROUTER_SOCKET
       DATA_DIR: dataDir,
       ROUTER_SOCKET: join(dataDir, 'router.sock'),
     };
-    const { load, bodiesBefore } = await restartUnderLoad(
+    const { load, bodiesBefore, log } = await restartUnderLoad(
       build,
       {
         env,
@@ -212,6 +221,9 @@ describe('a controller restart behind a router process of its own (ROUTER_SOCKET
     // The process of the first controller answered before the restart, its replacement after.
     expect(bodiesBefore.size).toBe(1);
     expect(load.bodies.size).toBe(2);
+    // What the first process printed after its controller left reached the app's log, up to its last line.
+    const [first] = [...bodiesBefore];
+    expect(log).toMatch(new RegExp(`\\[web\\.1\\]: stopping ${first} after [0-9]+\\n`));
   });
 });
 

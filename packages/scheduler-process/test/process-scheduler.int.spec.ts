@@ -1,5 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
-import { existsSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InMemoryLogStore } from '@svc/core/testing';
@@ -337,6 +337,35 @@ describe('ProcessScheduler (real processes)', () => {
       expect(isRunning(orphan)).toBe(false);
       expect(events()).toContainEqual(expect.stringMatching(/^web\.1: stopped process group \d+, left running by an earlier controller process$/));
       await expect(next.reapOrphans()).resolves.toBe(0);
+    });
+
+    it('leaves its processes running on detach with a reader for their output; the next controller process holds them, starts replacements, then stops them and logs what they printed meanwhile', async () => {
+      const first = scheduler();
+      // sh dies of SIGPIPE on the first echo with no reader.
+      const spec = aSpec({ type: 'worker', command: 'trap "echo bye; exit 0" TERM; while true; do echo tick; sleep 0.05; done' });
+      await first.start(spec);
+      const { pid } = JSON.parse(readFileSync(join(dataDir, 'processes', `${spec.id}.json`), 'utf8')) as { pid: number };
+
+      await first.detach();
+      const ticksRead = lines('myapp[worker.1]').length;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(isRunning(pid)).toBe(true);
+      // This process no longer reads the pipes: a keeper of their own does, into a file.
+      expect(lines('myapp[worker.1]')).toHaveLength(ticksRead);
+      expect(readFileSync(join(dataDir, 'output', `${spec.id}.stdout`), 'utf8')).toMatch(/^(tick\n)+$/);
+
+      const next = scheduler();
+      const held = await next.leftovers.hold();
+      expect(held).toEqual([expect.objectContaining({ id: `held-${spec.id}`, pid })]);
+      await next.start(spec);
+      await expect(next.leftovers.stop(held)).resolves.toBe(1);
+
+      expect(isRunning(pid)).toBe(false);
+      // Printed once no controller process read its pipes: through the keeper into the log.
+      expect(lines('myapp[worker.1]')).toContain('bye');
+      // The replacement, started under the same id, keeps its record; the held one is gone.
+      expect(readdirSync(join(dataDir, 'processes')).filter((name) => name.endsWith('.json'))).toEqual([`${spec.id}.json`]);
+      await next.shutdown();
     });
 
     it('gives the app an empty directory again once none of its processes is left', async () => {

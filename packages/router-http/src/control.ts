@@ -33,7 +33,8 @@ export class NoController extends Error {
  * The control socket of a router that runs as a process of its own (router-main): the
  * controller connects to it and answers what the workers ask (routes, certificates, ACME
  * challenges) and hears their request figures. One controller serves at a time: a newer
- * connection replaces an older one. Its answers count once it says `ready` (its apps are up);
+ * connection replaces an older one (an upgrade starts the new controller while the old one
+ * may still be stopping), which is told so and does not connect again. Its answers count once it says `ready` (its apps are up);
  * then the router looks every route in use up again and forgets its certificates, so that a
  * controller that connects brings the router fully up to date. While none serves, every
  * question is refused (NoController): the workers keep the routes they have and answer 503
@@ -117,7 +118,9 @@ export class ControlSocket {
     this.current = connection;
     if (previous !== null) {
       this.options.logger.warn({}, 'another controller connected: it replaces the one before');
-      previous.socket.destroy();
+      // Told so, the one before does not connect again (two controllers would take turns).
+      previous.socket.end(`${JSON.stringify({ t: 'replaced' } satisfies ToController)}\n`);
+      setTimeout(() => previous.socket.destroy(), 1000).unref();
     }
     socket.on('error', () => undefined);
     socket.on('close', () => {

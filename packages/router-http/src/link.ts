@@ -181,6 +181,11 @@ export class RouterLink {
       case 'synced':
         this.syncs.get(message.id)?.();
         break;
+      case 'replaced':
+        // Another controller serves the router now: connecting again would take it back.
+        this.closed = true;
+        this.logger.error({ routerSocket: this.options.path }, 'another controller took over the router: this one no longer serves it');
+        break;
     }
   }
 }

@@ -59,6 +59,7 @@ export type FromWorker =
  */
 export type ToController =
   | { t: 'hello'; http: number | null; https: number | null }
+  | { t: 'replaced' }
   | Extract<FromWorker, { t: 'resolve' | 'find' | 'challenge' | 'observed' | 'synced' }>;
 
 /**

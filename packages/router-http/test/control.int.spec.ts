@@ -139,6 +139,10 @@ describe('ControlSocket and RouterLink: a router process of its own, served by a
     await newer.serve();
     expect(control.serving).toBe(true);
     await expect(control.routes.resolve('other.test')).resolves.toMatchObject({ app: 'other' });
+    // The older one does not take the router back.
+    await pause(300);
+    await expect(control.routes.resolve('other.test')).resolves.toMatchObject({ app: 'other' });
+    await expect(older.routesChanged()).resolves.toBeUndefined();
   });
 
   it('replaces a socket file no router answers on, and refuses one another router listens on or a file that is not a socket', async () => {

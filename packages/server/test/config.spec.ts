@@ -1,4 +1,5 @@
 import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
 import { DEFAULT_SETTINGS } from '@svc/core';
 import { ConfigError, loadConfig } from '../src';
 
@@ -352,6 +353,7 @@ describe('loadConfig: the router', () => {
         upstreamIdleSockets: 128,
         upstreamIdleTimeoutMs: 4000,
         accessLogSample: 1,
+        socket: null,
       });
     });
 
@@ -368,6 +370,7 @@ describe('loadConfig: the router', () => {
         ROUTER_UPSTREAM_IDLE_SOCKETS: '8',
         ROUTER_UPSTREAM_IDLE_TIMEOUT_MS: '2000',
         ROUTER_ACCESS_LOG_SAMPLE: '0.05',
+        ROUTER_SOCKET: '/run/svc/router.sock',
       });
 
       expect(config.router).toEqual({
@@ -382,7 +385,10 @@ describe('loadConfig: the router', () => {
         upstreamIdleSockets: 8,
         upstreamIdleTimeoutMs: 2000,
         accessLogSample: 0.05,
+        socket: '/run/svc/router.sock',
       });
+      // A relative socket path is made absolute: the router and the controller may start in different directories.
+      expect(loadConfig({ ROUTER_SOCKET: 'data/router.sock' }).router.socket).toBe(join(process.cwd(), 'data', 'router.sock'));
       expect(loadConfig({ ROUTER_WORKERS: 'AUTO' }).router.workers).toBe(availableParallelism());
       expect(loadConfig({ ROUTER_MAX_CONNECTIONS: '100' }).router.reservedConnections).toBe(50);
     });
@@ -395,6 +401,7 @@ describe('loadConfig: the router', () => {
       ['ROUTER_MAX_CONNECTIONS_PER_CLIENT', '0'],
       ['ROUTER_CONNECTIONS_RESERVED', '10000'],
       ['ROUTER_HEADERS_TIMEOUT_MS', '10'],
+      ['ROUTER_SOCKET', `/${'long/'.repeat(25)}router.sock`],
     ])('refuses %s=%p, naming the variable', (variable, value) => {
       expect(failureOf({ [variable]: value })?.message).toMatch(new RegExp(`^${variable}: `));
     });

@@ -97,6 +97,8 @@ export class LeftoverGroups {
       if (this.hooks.owned(record.id)) continue;
       if (!(await isLeftover(record, this.options.canMeasure))) {
         this.records.remove(record.id);
+        // It ended while no controller process watched it: what it printed until then goes to the log.
+        this.importOutput(record);
         continue;
       }
       const heldRecord = record.id.startsWith(HELD_PREFIX) ? record : { ...record, id: `${HELD_PREFIX}${record.id}` };
@@ -121,13 +123,15 @@ export class LeftoverGroups {
     });
     // The keeper writes the last lines once the group is gone and the pipes close.
     if (leftovers.length > 0) await new Promise((resolve) => setTimeout(resolve, 200));
-    for (const record of leftovers) {
-      const id = record.id.startsWith(HELD_PREFIX) ? record.id.slice(HELD_PREFIX.length) : record.id;
-      // Named as the scheduler names a process's lines (the core's outputSource).
-      importKeptOutput(this.options.outputDirectory, id, (line) => this.hooks.write(record.app, `${record.app}[${record.name}]`, line));
-    }
+    for (const record of leftovers) this.importOutput(record);
     await this.hooks.flush();
     return stopped;
+  }
+
+  /** Writes what the keeper kept of a recorded group's output to its app's log, named as the scheduler names a process's lines (the core's outputSource). */
+  private importOutput(record: ProcessRecord): void {
+    const id = record.id.startsWith(HELD_PREFIX) ? record.id.slice(HELD_PREFIX.length) : record.id;
+    importKeptOutput(this.options.outputDirectory, id, (line) => this.hooks.write(record.app, `${record.app}[${record.name}]`, line));
   }
 
   /** Hands the output pipes of processes left running for the next controller process to a keeper (output-keeper.ts). */

@@ -122,15 +122,20 @@ async function restartUnderLoad(build: WorkspaceBuild, setup: RestartCase, label
     await pause(1000);
     const bodiesBefore = new Set(load.bodies);
     const stoppedAt = Date.now();
+    const answeredBefore = answered(load);
     await controller.stop(30_000);
+    const exitedAt = Date.now();
     controller = await startController(build, { env: setup.env, startTimeoutMs: 120_000 });
     const restartMs = Date.now() - stoppedAt;
+    const answeredDuring = answered(load) - answeredBefore;
+    const failedDuring = failed(load);
     // Requests keep going through the handover to what the new controller started or adopted.
     await pause(2000);
     await load.stop();
     process.stdout.write(
-      `controller restart (${label}): ${answered(load)} requests answered, ${failed(load)} failed, over ${CONNECTIONS} connections; ` +
-        `SIGTERM to listening again: ${restartMs} ms\n`,
+      `controller restart (${label}), ${CONNECTIONS} connections: during the restart ${answeredDuring} requests answered, ${failedDuring} failed; ` +
+        `in all ${answered(load)} answered, ${failed(load)} failed; SIGTERM to listening again ${restartMs} ms ` +
+        `(old controller stopped in ${exitedAt - stoppedAt} ms, new one listening ${restartMs - (exitedAt - stoppedAt)} ms later)\n`,
     );
     const second = await registerAndLoginAgain(controller.url);
     const log = (await call(controller.url, 'GET', `/v1/apps/${app}/logs/?log_lines=10000`, second)).body as string;

@@ -79,6 +79,19 @@ function recordingProcessScheduler(steps: string[], sandbox: SandboxStatus): { s
     shutdown: async () => {
       steps.push('shutdown');
     },
+    detach: async () => {
+      steps.push('detach');
+    },
+    leftovers: {
+      hold: async () => {
+        steps.push('hold leftovers');
+        return [{ id: 'held-web-1', app: 'myapp', name: 'web.1', pid: 4242, startTime: '1' }];
+      },
+      stop: async (held: Array<{ id: string }>) => {
+        steps.push(`stop held ${held.map((record) => record.id).join(',')}`);
+        return held.length;
+      },
+    },
   };
   return { scheduler: scheduler as unknown as ProcessScheduler, ports };
 }
@@ -128,6 +141,21 @@ describe('SchedulerStartup', () => {
     expect(startup.sandboxStatus).toEqual({ mode: 'on' });
     await startup.stop();
     expect(steps.at(-1)).toBe('shutdown');
+  });
+
+  it('with the apps kept (a router of its own): holds what the earlier controller left instead of reaping it, stops it once the routes are served, and leaves the processes running at stop', async () => {
+    const steps: string[] = [];
+    const { scheduler } = recordingProcessScheduler(steps, { mode: 'on' } as SandboxStatus);
+    const startup = new SchedulerStartup({ shared: false, logger, keepApps: true });
+
+    await startup.beforeServing(composedWith(steps, scheduler));
+    await startup.afterPortsBound({ router: [8080], own: [8000, 8080] });
+    await startup.afterRoutesServed();
+    // Only once: a second call has nothing left to stop.
+    await startup.afterRoutesServed();
+    await startup.stop();
+
+    expect(steps).toEqual(['prepare sandbox', 'hold leftovers', 'recover deploys (all: true)', 'sandbox ready', 'restore containers', 'stop held held-web-1', 'detach']);
   });
 
   it('sharing the database, recovers only expired deploys; with the memory scheduler nothing else is prepared', async () => {

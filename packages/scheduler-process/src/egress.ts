@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { buildEgressRules, buildJump, resolversOf } from './build-egress';
 import type { UidRange } from './sandbox';
@@ -12,6 +12,32 @@ function iptables(tool: string, args: string[]): Promise<{ ok: boolean; output: 
       resolve({ ok: error === null, output: `${stdout}${stderr}`.trim() });
     });
   });
+}
+
+/** Runs `<tool>-restore --noflush` with `input`: one transaction, all or nothing. */
+function iptablesRestore(tool: string, input: string): Promise<{ ok: boolean; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(`${tool}-restore`, ['-w', '10', '--noflush'], { env: { PATH }, stdio: ['pipe', 'pipe', 'pipe'], timeout: 20_000 });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('error', (error) => resolve({ ok: false, output: error.message }));
+    child.on('close', (code) => resolve({ ok: code === 0, output: output.trim() }));
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(input);
+  });
+}
+
+/**
+ * The input of `iptables-restore --noflush` that makes each chain hold exactly `rules` (iptables
+ * arguments starting with `-A <chain>`): declaring a chain creates it, or empties it, in the same
+ * transaction that fills it, so no packet ever meets it empty or half-filled.
+ */
+export function restoreInput(chains: Array<{ chain: string; rules: string[][] }>): string {
+  const lines = ['*filter', ...chains.map(({ chain }) => `:${chain} - [0:0]`)];
+  for (const { rules } of chains) for (const rule of rules) lines.push(rule.join(' '));
+  lines.push('COMMIT', '');
+  return lines.join('\n');
 }
 
 /**
@@ -55,27 +81,6 @@ export class LoopbackFirewall {
         throw new Error(`${tool} is not installed (apt-get install iptables): apps could reach the controller's database and API`);
       }
     }
-    for (const tool of tools) {
-      // A stale chain (a controller that was killed) is emptied and filled again.
-      const created = await iptables(tool, ['-N', this.chain]);
-      if (!created.ok && !/exists/i.test(created.output)) throw new Error(`${tool} cannot create the chain ${this.chain}: ${created.output}`);
-      await this.must(tool, ['-F', this.chain]);
-      for (const rule of squatterRules(this.chain, controllerPorts)) await this.must(tool, rule);
-      await this.must(tool, ['-A', this.chain, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'RETURN']);
-      // An address of this machine translated elsewhere (ports published by a container engine) is local too.
-      await this.must(tool, ['-A', this.chain, '-m', 'conntrack', '--ctstate', 'DNAT', '-j', 'REJECT']);
-      for (const port of [...new Set(allowedPorts)]) {
-        await this.must(tool, ['-A', this.chain, '-p', 'tcp', '-m', 'addrtype', '--dst-type', 'LOCAL', '--dport', String(port), '-j', 'RETURN']);
-      }
-      await this.must(tool, ['-A', this.chain, '-p', 'tcp', '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'REJECT', '--reject-with', 'tcp-reset']);
-      await this.must(tool, ['-A', this.chain, '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'REJECT']);
-      const jump = ['OUTPUT', '-m', 'owner', '--uid-owner', this.owner, '-j', this.chain];
-      if (!(await iptables(tool, ['-C', ...jump])).ok) await this.must(tool, ['-I', ...jump]);
-    }
-    await this.installBuildChain();
-  }
-
-  private async installBuildChain(): Promise<void> {
     let resolvConf = '';
     try {
       resolvConf = readFileSync('/etc/resolv.conf', 'utf8');
@@ -84,12 +89,34 @@ export class LoopbackFirewall {
     }
     const resolvers = resolversOf(resolvConf);
     for (const [tool, family] of [['iptables', 4], ['ip6tables', 6]] as const) {
-      const created = await iptables(tool, ['-N', this.buildChain]);
-      if (!created.ok && !/exists/i.test(created.output)) throw new Error(`${tool} cannot create the chain ${this.buildChain}: ${created.output}`);
-      await this.must(tool, ['-F', this.buildChain]);
-      for (const rule of buildEgressRules(this.buildChain, family, family === 4 ? resolvers.ipv4 : resolvers.ipv6)) await this.must(tool, rule);
+      // A chain left by an earlier controller process (one that was killed, or one that left its
+      // apps running for the next) is replaced in one transaction: processes still running as
+      // apps' users meet the old rules or the new ones, never an empty chain.
+      const input = restoreInput([
+        { chain: this.chain, rules: this.appRules(allowedPorts, controllerPorts) },
+        { chain: this.buildChain, rules: buildEgressRules(this.buildChain, family, family === 4 ? resolvers.ipv4 : resolvers.ipv6) },
+      ]);
+      const restored = await iptablesRestore(tool, input);
+      if (!restored.ok) throw new Error(`${tool}-restore cannot install the chains ${this.chain} and ${this.buildChain}: ${restored.output || 'no output'}`);
+      const jump = ['OUTPUT', '-m', 'owner', '--uid-owner', this.owner, '-j', this.chain];
+      if (!(await iptables(tool, ['-C', ...jump])).ok) await this.must(tool, ['-I', ...jump]);
       if (!(await iptables(tool, ['-C', ...this.buildJump])).ok) await this.must(tool, ['-I', ...this.buildJump]);
     }
+  }
+
+  /** The rules of the apps' chain (see `install`). */
+  private appRules(allowedPorts: number[], controllerPorts: number[]): string[][] {
+    const chain = this.chain;
+    const rules = squatterRules(chain, controllerPorts);
+    rules.push(['-A', chain, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'RETURN']);
+    // An address of this machine translated elsewhere (ports published by a container engine) is local too.
+    rules.push(['-A', chain, '-m', 'conntrack', '--ctstate', 'DNAT', '-j', 'REJECT']);
+    for (const port of [...new Set(allowedPorts)]) {
+      rules.push(['-A', chain, '-p', 'tcp', '-m', 'addrtype', '--dst-type', 'LOCAL', '--dport', String(port), '-j', 'RETURN']);
+    }
+    rules.push(['-A', chain, '-p', 'tcp', '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'REJECT', '--reject-with', 'tcp-reset']);
+    rules.push(['-A', chain, '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'REJECT']);
+    return rules;
   }
 
   /** Takes the rules away; rules that are not there are no error. */

@@ -19,17 +19,19 @@ export class AppConfinement {
   private readonly baseEnvironment: Record<string, string>;
   private preparing: Promise<SandboxStatus> | null = null;
   private firewallInstalled = false;
+  private readonly outliveController: boolean;
 
   private readonly hint: string;
 
   constructor(
     sandboxDir: string,
-    options: Pick<ProcessSchedulerOptions, 'sandbox' | 'sandboxHint' | 'baseEnvironment'>,
+    options: Pick<ProcessSchedulerOptions, 'sandbox' | 'sandboxHint' | 'baseEnvironment' | 'outliveController'>,
     runningApps: () => Set<string>,
     private readonly closing: () => boolean,
   ) {
     this.sandbox = options.sandbox === null ? null : new Sandbox(sandboxDir, options.sandbox);
     this.hint = options.sandboxHint ?? '';
+    this.outliveController = options.outliveController ?? false;
     this.users = new AppUsers(this.sandbox, runningApps);
     this.firewall = this.sandbox === null ? null : new LoopbackFirewall(this.sandbox.range, this.sandbox.buildGroup);
     this.baseEnvironment = options.baseEnvironment ?? { PATH: this.sandbox !== null ? SANDBOX_PATH : (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin') };
@@ -75,11 +77,23 @@ export class AppConfinement {
     return { ...this.baseEnvironment, HOME: this.sandbox === null ? cwd : APP_MOUNT, ...env, PORT: String(port) };
   }
 
-  /** The sandbox command line of a process, or null when apps run unconfined. @throws Error when the app has no user yet. */
-  sandboxed(app: string, confinement: Confinement | null, cwd: string, command: string, nice: number, cgroup: ProcessCgroup | null): SandboxedCommand | null {
+  /**
+   * The sandbox command line of a process, or null when apps run unconfined. A container's
+   * sandbox outlives the controller process when the scheduler lets its processes do so
+   * (`outliveController`); a one-off command's never does. @throws Error when the app has no user yet.
+   */
+  sandboxed(
+    app: string,
+    confinement: Confinement | null,
+    cwd: string,
+    command: string,
+    nice: number,
+    cgroup: ProcessCgroup | null,
+    kind: 'container' | 'run' = 'run',
+  ): SandboxedCommand | null {
     if (this.sandbox === null) return null;
     if (confinement === null) throw new Error('the app has no user of its own');
-    return this.sandbox.command({ app, uid: confinement.uid, hostDir: cwd, command, nice, etcDir: confinement.etcDir, cgroupProcs: cgroup?.cgroup.procsFiles ?? [] });
+    return this.sandbox.command({ app, uid: confinement.uid, hostDir: cwd, command, nice, etcDir: confinement.etcDir, cgroupProcs: cgroup?.cgroup.procsFiles ?? [], outlivesController: kind === 'container' && this.outliveController });
   }
 
   /** Takes away the cgroups and the firewall rules (at shutdown, once every process is gone). */

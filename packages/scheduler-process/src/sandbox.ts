@@ -117,6 +117,11 @@ export interface SandboxCommandOptions {
   groups?: number[];
   /** The cgroup the sandbox runs in (its limits), as `Cgroup.procsFiles`; none by default. */
   cgroupProcs?: string[];
+  /**
+   * Whether the sandbox may outlive the controller process (a container's, when the next
+   * controller process holds it until its replacement serves). By default it dies with it.
+   */
+  outlivesController?: boolean;
 }
 
 /** Finds a program in PATH; null when absent. */
@@ -273,7 +278,8 @@ export class Sandbox {
   command(options: SandboxCommandOptions): SandboxedCommand {
     if (this.bwrapPath === null) throw new Error('bubblewrap (bwrap) is not installed');
     const args = [
-      '--die-with-parent',
+      // A sandbox that outlives the controller is stopped by the next one (its record names it).
+      ...(options.outlivesController === true ? [] : ['--die-with-parent']),
       '--unshare-pid',
       '--unshare-ipc',
       '--unshare-uts',

@@ -46,6 +46,13 @@ export interface ProcessSchedulerOptions {
    * them unconfined as the controller's user: for one trusted developer only.
    */
   sandbox: SandboxOptions | null;
+  /**
+   * Whether the containers' processes may outlive the controller process (its router runs apart
+   * and the next controller process holds them until their replacements serve: `detach`).
+   * Unconfined processes always can; a sandbox otherwise dies with the controller process.
+   * Default false.
+   */
+  outliveController?: boolean;
   /** Appended to the reason when the sandbox is wanted but cannot be set up: how the operator fixes it. */
   sandboxHint?: string;
 }

@@ -57,6 +57,8 @@ export interface ProcessSchedulerSetup {
   sandbox: SandboxOptions | null;
   /** How the operator fixes a sandbox that cannot be set up. */
   sandboxHint?: string;
+  /** The apps' processes outlive the controller process (a router process of its own: ROUTER_SOCKET). */
+  outliveController?: boolean;
 }
 
 /** Where the Docker engine is and how the Docker scheduler isolates apps: its settings, and what the server adds. */
@@ -141,6 +143,8 @@ export function schedulerSetup(config: ServerConfig, kind: SchedulerKind, dataDi
       stopTimeoutMs: config.processes.stopTimeoutMs,
       sandbox: config.processes.sandbox,
       sandboxHint: SANDBOX_HINT,
+      // The next controller process holds them until their replacements serve (SchedulerStartup's keepApps).
+      outliveController: config.router.socket !== null,
     },
     schedulerChaos: config.schedulerChaos,
   };
@@ -214,6 +218,7 @@ export const schedulerModule = (setup: SchedulerSetup, registryLogin: RegistryLo
         stopTimeoutMs: processes.stopTimeoutMs,
         sandbox: processes.sandbox,
         sandboxHint: processes.sandboxHint,
+        outliveController: processes.outliveController ?? false,
       });
     });
     bind<Scheduler>(TOKENS.Scheduler).toDynamicValue((ctx): Scheduler => {

@@ -88,6 +88,8 @@ export function detectCgroups(root = CGROUP_ROOT): { version: CgroupVersion } | 
 
 /** One cgroup of a container or a build step. */
 export interface Cgroup {
+  /** Its directories, one per hierarchy (one on v2). */
+  readonly directories: string[];
   /** The `cgroup.procs` files a process writes its pid to, to enter it (one per hierarchy). */
   readonly procsFiles: string[];
   /** How many processes the kernel killed in it for want of memory. */
@@ -208,12 +210,14 @@ export class CgroupTree {
 
 class ContainerCgroup implements Cgroup {
   readonly procsFiles: string[];
+  readonly directories: string[];
 
   constructor(
     private readonly version: CgroupVersion,
     private readonly dirs: Map<string, string>,
   ) {
-    this.procsFiles = [...dirs.values()].map((dir) => join(dir, 'cgroup.procs'));
+    this.directories = [...dirs.values()];
+    this.procsFiles = this.directories.map((dir) => join(dir, 'cgroup.procs'));
   }
 
   async oomKills(): Promise<number> {
@@ -221,17 +225,35 @@ class ContainerCgroup implements Cgroup {
     return parseOomKills(await readFile(file, 'utf8').catch(() => ''));
   }
 
-  async remove(): Promise<void> {
-    for (const dir of this.dirs.values()) {
-      for (let attempt = 0; attempt < 40; attempt++) {
-        try {
-          await rmdir(dir);
-          break;
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code === 'ENOENT') break;
-          // EBUSY: a process is still in it, on its way out.
-          await sleep(50);
-        }
+  remove(): Promise<void> {
+    return removeCgroupDirectories(this.directories);
+  }
+}
+
+/**
+ * How many processes the kernel killed for want of memory in the cgroup of these directories
+ * (`Cgroup.directories`, as recorded by an earlier controller process): v2's `memory.events`
+ * or v1's `memory.oom_control`, whichever of them holds one.
+ */
+export async function oomKillsIn(directories: string[]): Promise<number> {
+  let kills = 0;
+  for (const dir of directories) {
+    for (const file of ['memory.events', 'memory.oom_control']) kills += parseOomKills(await readFile(join(dir, file), 'utf8').catch(() => ''));
+  }
+  return kills;
+}
+
+/** Removes a cgroup's directories once no process is left in them (tries for a while); one that is gone is fine. */
+export async function removeCgroupDirectories(directories: string[]): Promise<void> {
+  for (const dir of directories) {
+    for (let attempt = 0; attempt < 40; attempt++) {
+      try {
+        await rmdir(dir);
+        break;
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') break;
+        // EBUSY: a process is still in it, on its way out.
+        await sleep(50);
       }
     }
   }

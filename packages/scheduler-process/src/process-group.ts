@@ -35,6 +35,8 @@ export interface ProcessGroup {
    * null for a plain process group.
    */
   namespace(): string | null;
+  /** The sandbox's init and PID namespace, once known; null for a plain process group. */
+  sandbox(): SandboxInfo | null;
 }
 
 /** What to start. */
@@ -55,7 +57,7 @@ export interface GroupOptions {
 }
 
 /** What bubblewrap reports on its info descriptor. */
-interface SandboxInfo {
+export interface SandboxInfo {
   /** The namespace's init, as a pid of the controller's namespace. */
   init: number;
   /** The init's start time, which tells it from a later process with the same pid. */
@@ -157,6 +159,7 @@ export function spawnGroup(options: GroupOptions): Promise<ProcessGroup> {
           },
           outputPipes: streams,
           namespace: () => null,
+          sandbox: () => null,
         });
         return;
       }
@@ -175,6 +178,7 @@ export function spawnGroup(options: GroupOptions): Promise<ProcessGroup> {
           },
           outputPipes: streams,
           namespace: () => info?.namespace ?? null,
+          sandbox: () => info,
         });
       });
     });
@@ -232,7 +236,7 @@ function sandboxedExit(code: number | null, signal: NodeJS.Signals | null): Exit
 }
 
 /** Whether the sandbox's init is still the process it was (a pid may be reused once it is gone). */
-async function initAlive(info: SandboxInfo): Promise<boolean> {
+export async function initAlive(info: SandboxInfo): Promise<boolean> {
   const stat = await readStat(info.init);
   return stat !== null && stat.state !== 'Z' && stat.startTime === info.initStart;
 }

@@ -90,31 +90,31 @@ export class ProcessScheduler implements Scheduler {
     this.probeIntervalMs = options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
     this.memory = new MemoryWatch(options.memoryPollMs ?? 1000, this.canMeasure, () => this.containers.values(), (app, message) => this.event(app, message));
     this.directories = new AppDirectories(join(dataDir, 'apps'), (app) => this.ownDirectoryUsers(app));
-    this.leftovers = new LeftoverGroups(this.records, { canMeasure: this.canMeasure, stopTimeoutMs: this.stopTimeoutMs, outputDirectory: join(dataDir, 'output') }, {
+    this.leftovers = new LeftoverGroups(this.records, { canMeasure: this.canMeasure, stopTimeoutMs: this.stopTimeoutMs, outputDirectory: join(dataDir, 'output'), memoryPollMs: options.memoryPollMs ?? 1000 }, {
       owned: (id) => this.containers.has(id) || this.runs.has(id),
       write: (app, source, line) => this.log.write(app, source, line),
       flush: () => this.log.flush(),
+      sweep: (apps) => Promise.all(apps.map((app) => this.confinement.users.sweep(app))).then(() => undefined),
     });
     this.confinement = new AppConfinement(join(dataDir, 'sandbox'), options, () => this.runningApps(), () => this.closing !== null);
   }
 
   /**
-   * Sets up the confinement of apps once: checks that the sandbox works on this machine and
-   * installs the rules that keep apps off this machine's addresses, except `allowLocalPorts`
-   * (the router's; they may be given as a promise, for ports bound after this call), and from
-   * answering on `controllerPorts` (the API's, the router's and the git server's) on any
-   * address. Call it before starting any process; `start` and `run` call it (with no port)
-   * when it was not called, and wait for it when it was. When the sandbox is wanted and unavailable, the status says why, and every `start` and `run`
-   * rejects with that reason: no app code runs unconfined unless the sandbox option is null.
+   * Sets up the confinement of apps once: checks the sandbox works here, installs the rules that keep
+   * apps off this machine's addresses but `allowLocalPorts` (the router's; a promise for ports bound
+   * later) and from answering on `controllerPorts` (API, router, git) on any address. `start` and `run`
+   * call it (with no port) or wait for it. When the sandbox is wanted and unavailable, the status says
+   * why and every `start` and `run` rejects with it: no app code runs unconfined unless the option is null.
    */
   prepare(allowLocalPorts: number[] | Promise<number[]> = [], controllerPorts: number[] | Promise<number[]> = []): Promise<SandboxStatus> {
     return this.confinement.prepare(allowLocalPorts, controllerPorts);
   }
 
-  /** The apps something of which runs: a process (not yet forgotten) or a one-off command. */
+  /** The apps something of which runs: a process (not yet forgotten), a one-off command, a held group of an earlier controller process. */
   private runningApps(): Set<string> {
     const running = new Set([...this.containers.values()].filter((c) => !c.forgotten).map((c) => c.spec.app));
     for (const r of this.runs.values()) running.add(r.app);
+    for (const app of this.leftovers.heldApps()) running.add(app);
     return running;
   }
 
@@ -223,7 +223,7 @@ export class ProcessScheduler implements Scheduler {
       });
       const started = group;
       oneOff.group = started;
-      await recordGroup(this.records, this.canMeasure, oneOff.id, spec.app, 'run', started);
+      await recordGroup(this.records, this.canMeasure, oneOff.id, spec.app, 'run', started, cgroup?.cgroup ?? null);
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
@@ -289,6 +289,7 @@ export class ProcessScheduler implements Scheduler {
   detach(): Promise<void> {
     this.closing ??= (async () => {
       this.memory.stop();
+      this.leftovers.stopWatching();
       for (const c of this.containers.values()) c.stopping = true;
       this.leftovers.keepOutput([...this.containers.values()].flatMap((c) => (c.group === null ? [] : [{ id: c.spec.id, pipes: c.group.outputPipes }])));
       await Promise.all([...this.runs.values()].map((r) => (r.group ? terminateGroup(r.group, this.stopTimeoutMs) : Promise.resolve())));
@@ -348,7 +349,7 @@ export class ProcessScheduler implements Scheduler {
         env: this.confinement.environment(spec.env, container.cwd as string, container.port as number),
         nice: niceForCpuShares(spec.cpu),
         onOutput: (chunk, stream) => lines[stream].push(chunk).forEach(emit),
-        sandboxed: this.confinement.sandboxed(spec.app, container.confinement, container.cwd as string, spec.command as string, niceForCpuShares(spec.cpu), cgroup),
+        sandboxed: this.confinement.sandboxed(spec.app, container.confinement, container.cwd as string, spec.command as string, niceForCpuShares(spec.cpu), cgroup, 'container'),
       });
     } catch (error) {
       removeWhenGone(cgroup, null);
@@ -358,7 +359,7 @@ export class ProcessScheduler implements Scheduler {
     void group.outputClosed.then(() => [...lines.stdout.end(), ...lines.stderr.end()].forEach(emit));
     container.group = group;
     void group.exited.then((status) => this.exited(container, group, status));
-    await recordGroup(this.records, this.canMeasure, spec.id, spec.app, `${spec.type}.${spec.num}`, group);
+    await recordGroup(this.records, this.canMeasure, spec.id, spec.app, `${spec.type}.${spec.num}`, group, cgroup?.cgroup ?? null);
     // In a sandbox the kernel holds the process to its memory limit (its cgroup's); the watch sees its kills.
     if ((container.memoryLimit !== null || container.cgroup !== null) && this.closing === null) this.memory.start();
     if (container.stopping) throw new Error('it was stopped before it was up');

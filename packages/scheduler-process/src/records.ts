@@ -12,6 +12,13 @@ export interface ProcessRecord {
   pid: number;
   /** The leader's start time from /proc, when known: tells it apart from a later process with the same pid. */
   startTime: string | null;
+  /**
+   * A sandboxed group's init and PID namespace (every process of the group is in it, whatever
+   * its process group); absent for a plain process group.
+   */
+  sandbox?: { init: number; initStart: string | null; namespace: string };
+  /** The directories of the group's cgroup (one per hierarchy), to watch and remove; absent without one. */
+  cgroups?: string[];
 }
 
 /**

@@ -1,5 +1,5 @@
 import { cgroupWrites, cpuQuotaMicros, detectCgroups, parseOomKills } from '../src/cgroups';
-import { squatterRules } from '../src/egress';
+import { restoreInput, squatterRules } from '../src/egress';
 import { userNamespaceFilter } from '../src/seccomp';
 
 describe('cgroup limits (pure)', () => {
@@ -83,5 +83,17 @@ describe('squatterRules', () => {
     expect(squatterRules('SVC_APPS_1', [8000, 2222, 8080, 8000, 0])).toEqual([['-A', 'SVC_APPS_1', '-p', 'tcp', '-m', 'multiport', '--sports', '2222,8000,8080', '-j', 'DROP']]);
     expect(squatterRules('C', [])).toEqual([]);
     expect(squatterRules('C', Array.from({ length: 16 }, (_, i) => 1000 + i))).toHaveLength(2);
+  });
+});
+
+describe('restoreInput', () => {
+  it('declares every chain (created, or emptied in the same transaction) before its rules, and commits once', () => {
+    const input = restoreInput([
+      { chain: 'SVC_APPS_1', rules: [['-A', 'SVC_APPS_1', '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'REJECT']] },
+      { chain: 'SVC_BUILD_1', rules: [['-A', 'SVC_BUILD_1', '-d', '10.0.0.0/8', '-j', 'REJECT']] },
+    ]);
+    expect(input).toBe(
+      '*filter\n:SVC_APPS_1 - [0:0]\n:SVC_BUILD_1 - [0:0]\n-A SVC_APPS_1 -m addrtype --dst-type LOCAL -j REJECT\n-A SVC_BUILD_1 -d 10.0.0.0/8 -j REJECT\nCOMMIT\n',
+    );
   });
 });

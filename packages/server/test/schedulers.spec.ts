@@ -25,10 +25,17 @@ describe('schedulerSetup', () => {
       stopTimeoutMs: config.processes.stopTimeoutMs,
       sandbox: config.processes.sandbox,
       sandboxHint: SANDBOX_HINT,
+      outliveController: false,
     });
     expect(setup.swarm).toBe(config.swarm);
     expect(setup.schedulerChaos).toBe(config.schedulerChaos);
     expect(setup.schedulerChaos).not.toBeNull();
+  });
+
+  it('lets the apps\' processes outlive the controller when its router runs apart (ROUTER_SOCKET), for the next controller to hold', () => {
+    const apart = loadConfig({ SCHEDULER: 'process', ROUTER_SOCKET: '/run/svc/router.sock' });
+
+    expect(schedulerSetup(apart, 'process', '/data', logger).processes?.outliveController).toBe(true);
   });
 
   it('lets containers reach no router port that is off or picked at random', () => {

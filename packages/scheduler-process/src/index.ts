@@ -13,3 +13,4 @@ export { niceForCpuShares } from './limits';
 export { APP_MOUNT, DEFAULT_UID_RANGE, type SandboxOptions, type UidRange } from './sandbox';
 export { ProcessSourceCompiler, BUILD_PATHS, type ProcessSourceCompilerOptions } from './source-compiler';
 export type { LentUser } from './app-users';
+export { evictSquatters, type Listener } from './squatters';

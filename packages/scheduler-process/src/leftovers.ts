@@ -176,8 +176,9 @@ export class LeftoverGroups {
       if (this.hooks.owned(record.id)) continue;
       if (!(await isLeftover(record, this.options.canMeasure))) {
         this.records.remove(record.id);
-        // It ended while no controller process watched it: what it printed until then goes to the log.
+        // It ended while no controller process watched it: what it printed until then goes to the log, its cgroup goes.
         this.importOutput(record);
+        if (record.cgroups !== undefined) await removeCgroupDirectories(record.cgroups);
         continue;
       }
       const heldRecord = record.id.startsWith(HELD_PREFIX) ? record : { ...record, id: `${HELD_PREFIX}${record.id}` };

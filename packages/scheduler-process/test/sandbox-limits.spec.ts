@@ -1,6 +1,7 @@
 import { cgroupWrites, cpuQuotaMicros, detectCgroups, parseOomKills } from '../src/cgroups';
 import { restoreInput, squatterRules } from '../src/egress';
 import { userNamespaceFilter } from '../src/seccomp';
+import { listenersOn } from '../src/squatters';
 
 describe('cgroup limits (pure)', () => {
   it('turns CPU shares into a quota per 100 ms period: 1024 is one CPU, none for null or 0', () => {
@@ -95,5 +96,24 @@ describe('restoreInput', () => {
     expect(input).toBe(
       '*filter\n:SVC_APPS_1 - [0:0]\n:SVC_BUILD_1 - [0:0]\n-A SVC_APPS_1 -m addrtype --dst-type LOCAL -j REJECT\n-A SVC_BUILD_1 -d 10.0.0.0/8 -j REJECT\nCOMMIT\n',
     );
+  });
+});
+
+describe('listenersOn', () => {
+  it('finds the listening sockets (state 0A) on the given ports in /proc/net/tcp and tcp6, with their owners', () => {
+    const tcp = [
+      '  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
+      '   0: 0100007F:1F40 00000000:0000 0A 00000000:00000000 00:00000000 00000000 300001        0 1146 1 0 100 0 0 10 0',
+      '   1: 0100007F:1F40 0100007F:B373 01 00000000:00000000 00:00000000 00000000     0        0 1147 1 0 100 0 0 10 0',
+      '   2: 0100007F:0016 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1148 1 0 100 0 0 10 0',
+      '',
+    ].join('\n');
+    const tcp6 = [
+      '  sl  local_address                         remote_address                        st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode',
+      '   0: 00000000000000000000000001000000:1F40 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000 300002        0 1149 1 0 100 0 0 10 0',
+    ].join('\n');
+    expect(listenersOn(tcp, new Set([8000, 2222]))).toEqual([{ port: 8000, uid: 300001 }]);
+    expect(listenersOn(tcp6, new Set([8000]))).toEqual([{ port: 8000, uid: 300002 }]);
+    expect(listenersOn(tcp, new Set([22]))).toEqual([{ port: 22, uid: 0 }]);
   });
 });

@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import type { Scheduler, UseCases } from '@svc/core';
 import { httpServerOptions, limitConnections, timeoutOptions } from '@svc/http-express';
 import { createDatabase } from '@svc/persistence-typeorm';
-import type { ProcessScheduler, SandboxStatus } from '@svc/scheduler-process';
+import { DEFAULT_UID_RANGE, evictSquatters, type ProcessScheduler, type SandboxStatus } from '@svc/scheduler-process';
 import type { DockerScheduler, SwarmScheduler } from '@svc/scheduler-docker';
 import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
 import { ControllerMetrics, createAcmeMetrics, createRouterMetrics } from '@svc/metrics-prometheus';
@@ -162,6 +162,12 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   // Before anything is made: a port taken stops the start naming its setting (preflight.ts).
   // A router process of its own (ROUTER_SOCKET) holds the router's ports, not this one.
   const ownRouter = config.router.socket === null;
+  // With a router process of its own the apps outlived the last controller process: a sandboxed
+  // one may have bound the API's or git server's port meanwhile. Its processes go, or no controller could start.
+  if (!ownRouter && config.processes.sandbox !== null) {
+    const evicted = await evictSquatters([config.port, config.gitSshPort ?? 0], config.processes.sandbox.uidRange ?? DEFAULT_UID_RANGE);
+    if (evicted.length > 0) logger.warn({ evicted }, "stopped the processes of apps that listened on the controller's ports while no controller ran");
+  }
   await checkPorts(ownRouter ? config : { ...config, routerPort: null, routerTlsPort: null });
   const dataDir = resolve(config.dataDir);
   mkdirSync(dataDir, { recursive: true });

@@ -281,6 +281,31 @@ setInterval(() => console.log(instance + ' refused ' + JSON.stringify(refused)),
 process.on('SIGTERM', () => { console.log('stopping ' + instance + ' refused ' + JSON.stringify(refused)); process.exit(0); });
 `;
 
+/**
+ * The neighbour app's web process in the sandboxed case: it serves as APP_JS does, and keeps
+ * trying to listen on the controller's API port (PROBE_API_PORT), which it can take only while
+ * no controller runs; the next controller must still start.
+ */
+const SQUATTER_JS = `${APP_JS}
+const squat = () => {
+  const server = require('net').createServer();
+  server.once('error', () => setTimeout(squat, 20));
+  server.listen(Number(process.env.PROBE_API_PORT), '127.0.0.1', () => console.log('took the API port'));
+};
+squat();
+`;
+
+/** A port nothing listens on right now. */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
 /** Takes away what a controller that left its apps to the next one leaves of the sandbox: the firewall chains and the cgroups' directories. */
 function removeSandboxLeftovers(from: number): void {
   const quiet = (tool: string, args: string[]): boolean => {
@@ -336,7 +361,10 @@ describeWithSandbox('a controller restart behind a router process of its own, wi
 
   it('no request fails, the held processes stay confined and gain nothing while no controller runs, and what they printed reaches the log', async () => {
     const socket = join(dataDir, 'router.sock');
+    // The API's port stays the same across the restart, as in production: the neighbour squats it meanwhile.
+    const apiPort = await freePort();
     const env = {
+      PORT: String(apiPort),
       SCHEDULER: 'process',
       SANDBOX_UID_RANGE: `${uids.from}-${uids.to}`,
       PROCESS_PORT_RANGE: '47000-47999',
@@ -350,7 +378,7 @@ describeWithSandbox('a controller restart behind a router process of its own, wi
     let heldAlive: boolean[] = [];
     let uidsBefore = '';
     let socketMode = 0;
-    let afterRestart: { heldAlive: boolean[]; cgroupsLeft: string[]; uids: string; chain: string } | null = null;
+    let afterRestart: { heldAlive: boolean[]; cgroupsLeft: string[]; uids: string; chain: string; neighbourLog: string } | null = null;
     const { load, bodiesBefore, log } = await restartUnderLoad(
       build,
       {
@@ -358,7 +386,8 @@ describeWithSandbox('a controller restart behind a router process of its own, wi
         deploy: async ({ url, token }, app) => {
           // A neighbour app: the keeper holds its output too while no controller runs.
           expect((await call(url, 'POST', '/v1/apps/', token, { id: neighbour })).status).toBe(201);
-          expect((await call(url, 'POST', `/v1/apps/${neighbour}/builds/`, token, { image: 'example/neighbour:v1', procfile: { web: inlineNode(APP_JS) } })).status).toBe(201);
+          expect((await call(url, 'POST', `/v1/apps/${neighbour}/config/`, token, { values: { PROBE_API_PORT: String(apiPort) } })).status).toBe(201);
+          expect((await call(url, 'POST', `/v1/apps/${neighbour}/builds/`, token, { image: 'example/neighbour:v1', procfile: { web: inlineNode(SQUATTER_JS) } })).status).toBe(201);
           const probes = { PROBE_SOCKET: socket, PROBE_OUTPUT: join(dataDir, 'output'), CANARY_PORT: String(canaryPort) };
           expect((await call(url, 'POST', `/v1/apps/${app}/config/`, token, { values: probes })).status).toBe(201);
           const built = await call(url, 'POST', `/v1/apps/${app}/builds/`, token, { image: 'example/restart:v1', procfile: { web: inlineNode(APP_JS), worker: inlineNode(HOSTILE_JS) } });
@@ -377,6 +406,7 @@ describeWithSandbox('a controller restart behind a router process of its own, wi
             cgroupsLeft: held.flatMap((record) => (record.cgroups ?? []).filter((dir) => existsSync(dir))),
             uids: await readFile(join(dataDir, 'sandbox', 'uids.json'), 'utf8'),
             chain: execFileSync('iptables', ['-w', '10', '-S', `SVC_APPS_${uids.from}`], { encoding: 'utf8' }),
+            neighbourLog: (await call(url, 'GET', `/v1/apps/${neighbour}/logs/?log_lines=10000`, token)).body as string,
           };
           expect((await call(url, 'DELETE', `/v1/apps/${neighbour}/`, token)).status).toBeLessThan(300);
         },
@@ -399,11 +429,13 @@ describeWithSandbox('a controller restart behind a router process of its own, wi
     expect(heldAlive).toEqual(held.map(() => true));
     expect(socketMode).toBe(0o600);
     // Once their replacements served: stopped, their cgroups removed, every app kept its user, the firewall chain rebuilt.
-    const after = afterRestart as unknown as { heldAlive: boolean[]; cgroupsLeft: string[]; uids: string; chain: string };
+    const after = afterRestart as unknown as { heldAlive: boolean[]; cgroupsLeft: string[]; uids: string; chain: string; neighbourLog: string };
     expect(after.heldAlive).toEqual(held.map(() => false));
     expect(after.cgroupsLeft).toEqual([]);
     expect(JSON.parse(after.uids)).toEqual(JSON.parse(uidsBefore));
     expect(after.chain).toMatch(/REJECT/);
+    // The neighbour took the API's port while no controller ran; the new controller stopped it and started anyway (on that port).
+    expect(after.neighbourLog).toMatch(/\[web\.1\]: took the API port\n/);
 
     // The hostile worker, held while no controller ran, was refused every time and reached nothing.
     expect(log).not.toMatch(/GAINED/);

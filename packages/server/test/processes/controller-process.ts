@@ -18,7 +18,7 @@ const KEEP_OUTPUT_CHARS = 20_000;
 
 /** Options of one controller process. */
 export interface ControllerOptions {
-  /** Variables on top of a minimal environment (PATH, HOME, SCHEDULER=memory); PORT, HOST and LOG_LEVEL are set here. */
+  /** Variables on top of a minimal environment (PATH, HOME, SCHEDULER=memory); HOST and LOG_LEVEL are set here, PORT unless given. */
   env: Record<string, string>;
   /** How long to wait for it to listen. Default 30 s. */
   startTimeoutMs?: number;
@@ -44,7 +44,8 @@ export function startController(build: WorkspaceBuild, options: ControllerOption
       // The start-up line at level info tells which port it listens on.
       LOG_LEVEL: 'info',
       HOST: '127.0.0.1',
-      PORT: '0',
+      // A port of its own unless the test fixes one (a controller started again on the same port).
+      PORT: options.env.PORT ?? '0',
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

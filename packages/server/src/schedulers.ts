@@ -354,6 +354,8 @@ export class SchedulerStartup {
     if (engineScheduler === null) return;
     try {
       await engineScheduler.prepare();
+      // One list of the engine's containers instead of an inspection of each one adopted.
+      await dockerScheduler?.survey();
       const { restored } = await useCases.restoreContainers.execute();
       const reaped = await engineScheduler.reapOrphans();
       this.options.logger.info({ restored, reaped }, `restored the apps' containers on the ${swarmScheduler === null ? 'Docker engine' : 'swarm'}`);

@@ -14,7 +14,7 @@
  *    (it adopts the running containers before it listens), checked against the engine (the
  *    same container ids, none restarted) and its own log line. Target: within 10 s. Its RSS after.
  */
-import { mkdtemp, mkdir, rm } from 'node:fs/promises';
+import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LABELS, createEngine } from '@svc/scheduler-docker';
@@ -30,7 +30,8 @@ import { SqliteSeeder, seedDomains, seedUser } from './seed';
 const APPS = Number(process.env.BENCH_SCALE_APPS ?? '10000');
 const CONTAINERS = Number(process.env.BENCH_ADOPT_CONTAINERS ?? '200');
 const PER_APP = 50;
-const STEP = 10;
+/** Containers added per scale request while setting up (each request answers once they are up). */
+const STEP = 25;
 const DURATION_S = Number(process.env.BENCH_DURATION ?? '5');
 /** Each app's domain is `<app>.example.org`: outside the platform domain (bench.test), so the route table looks it up among the domains. */
 const DOMAIN_SUFFIX = '.example.org';
@@ -102,7 +103,31 @@ async function benchRoutes(log: (line: string) => void): Promise<Omit<ScaleResul
   }
 }
 
+/**
+ * The kernel's key quota per user must exceed the containers: `runc` takes a key per container,
+ * and with user-namespace remapping every container runs as the same remapped user, so at the
+ * default 200 keys the 200th container fails to start (`unable to create session key: disk
+ * quota exceeded`). As root the quota is raised (and said so); otherwise a warning is printed.
+ */
+async function ensureKeyQuota(containers: number, log: (line: string) => void): Promise<void> {
+  const needKeys = Math.max(2000, containers * 2 + 100);
+  const needBytes = needKeys * 100;
+  const path = (name: string): string => `/proc/sys/kernel/keys/${name}`;
+  const read = async (name: string): Promise<number | null> => Number((await readFile(path(name), 'utf8').catch(() => '')).trim()) || null;
+  const keys = await read('maxkeys');
+  const bytes = await read('maxbytes');
+  if (keys === null || bytes === null || (keys >= needKeys && bytes >= needBytes)) return;
+  if (process.getuid?.() !== 0) {
+    log(`adoption: kernel.keys.maxkeys is ${keys} (maxbytes ${bytes}); containers past that may fail to start. As root: sysctl -w kernel.keys.maxkeys=${needKeys} kernel.keys.maxbytes=${needBytes}`);
+    return;
+  }
+  if (keys < needKeys) await writeFile(path('maxkeys'), String(needKeys));
+  if (bytes < needBytes) await writeFile(path('maxbytes'), String(needBytes));
+  log(`adoption: raised kernel.keys.maxkeys ${keys} -> ${Math.max(keys, needKeys)} and kernel.keys.maxbytes ${bytes} -> ${Math.max(bytes, needBytes)} (runc needs a key per container)`);
+}
+
 async function benchAdoption(root: string, dockerHost: string, log: (line: string) => void): Promise<NonNullable<ScaleResult['adoption']>> {
+  await ensureKeyQuota(CONTAINERS, log);
   const tag = `adopt-${process.pid.toString(36)}`;
   const env = { ...dockerControllerEnv(dockerHost, tag), LOG_LEVEL: 'info', SCALE_MAX_PER_TYPE: String(PER_APP), ROUTER_PORT: String(await freePort()) };
   const dataDir = await mkdtemp(join(tmpdir(), 'svc-bench-adopt-'));

@@ -101,6 +101,8 @@ export async function startApp(dir: string): Promise<AppProcess> {
 export interface RouterHost {
   port: number;
   tlsPort: number;
+  /** From creating the router until it listened (routes read, workers started and sent them). */
+  startMs: number;
   /** The host process and its workers. */
   pids(): Promise<number[]>;
   /** Routes the one host name to these ports and waits until every worker knows. */
@@ -129,6 +131,7 @@ export async function startRouterHost(env: Record<string, string>): Promise<Rout
   return {
     port: ready.port,
     tlsPort: ready.tlsPort,
+    startMs: ready.startMs,
     pids: async () => {
       const answer = next('pids');
       ask({ t: 'pids' });

@@ -48,6 +48,8 @@ export interface RoutesFigure {
 export interface ScaleResult {
   apps: number;
   workers: number;
+  /** The router's start with every route to read (see RouterHost.startMs). */
+  routerStartMs: number;
   one: RoutesFigure;
   spread: RoutesFigure;
   /** spread / one throughput: the target is at least 0.95. */
@@ -95,7 +97,7 @@ async function benchRoutes(log: (line: string) => void): Promise<Omit<ScaleResul
     log(`scale: one host name ${Math.round(one.load.rps)} requests/s`);
     const spread = await figure(hosts);
     log(`scale: ${hosts.length} host names ${Math.round(spread.load.rps)} requests/s (${spread.load.failed} failed)`);
-    return { apps: APPS, workers, one, spread, ratio: spread.load.rps / one.load.rps };
+    return { apps: APPS, workers, routerStartMs: router.startMs, one, spread, ratio: spread.load.rps / one.load.rps };
   } finally {
     await router.stop();
     await app.stop();
@@ -188,7 +190,14 @@ export function scaleReport(result: ScaleResult): string {
   const line = (figure: RoutesFigure): string =>
     `  ${String(figure.hosts).padStart(6)} host name(s): ${figure.load.rps.toFixed(0).padStart(6)} requests/s, ${figure.load.failed} failed; ` +
     `RSS MiB: router host (controller side) ${mib(figure.hostRssMiB)}, workers ${figure.workersRssMiB.map(mib).join(' + ')}`;
-  const lines = ['', `Scale: the router (${result.workers} workers) with ${result.apps} routed apps (a domain each), 64 connections, plain:`, '', line(result.one), line(result.spread)];
+  const lines = [
+    '',
+    `Scale: the router (${result.workers} workers) with ${result.apps} routed apps (a domain each), 64 connections, plain; ` +
+      `router start with every route read: ${(result.routerStartMs / 1000).toFixed(2)} s`,
+    '',
+    line(result.one),
+    line(result.spread),
+  ];
   lines.push(`  spread / one: ${result.ratio.toFixed(2)}  [target >= 0.95: ${result.ratio >= 0.95 ? 'yes' : 'NO'}]`, '');
   const a = result.adoption;
   if (a !== null) {

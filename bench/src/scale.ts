@@ -25,7 +25,7 @@ import { createDatabase } from '@svc/persistence-typeorm';
 import { api } from './docker';
 import { IMAGE, WEB_COMMAND, cleanEngine, dockerControllerEnv, loginAs } from './deploy-speed';
 import { runLoad, type LoadResult } from './load';
-import { rssMiB } from './proxies';
+import { cpuSeconds, rssMiB } from './proxies';
 import { freePort, startServer, type ServerProcess } from './processes';
 import { prepareFiles, startApp, startRouterHost } from './router';
 import type { ListingCost } from './router-host';
@@ -50,6 +50,8 @@ export interface RoutesFigure {
   workersRssMiB: number[];
   /** Requests/s of every round (the figure is the median round's). */
   rounds: number[];
+  /** CPU time the router's processes used per 1000 answers (all workers together, and the host process): less touched by the machine's load than requests/s. */
+  cpuMsPer1000: { workers: number; host: number };
 }
 
 /** What the scale section measured. */
@@ -111,10 +113,20 @@ async function benchRoutes(log: (line: string) => void): Promise<Omit<ScaleResul
     const url = `http://127.0.0.1:${router.port}`;
     const figure = async (over: string[]): Promise<RoutesFigure> => {
       const request = { method: 'GET' as const, path: '/', hosts: over };
+      const [host = -1, ...workerPids] = await router.pids();
+      const cpu = (pids: number[]): number => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+      const before = { host: cpu([host]), workers: cpu(workerPids) };
       const load = await runLoad(url, request, { connections: 64, durationS: DURATION_S });
+      const perThousand = (seconds: number): number => (load.ok > 0 ? (seconds * 1000 * 1000) / load.ok : Number.NaN);
       if (load.failed > 0) log(`scale: ${load.failed} failed requests over ${over.length} host names`);
-      const [host, ...workerPids] = await router.pids();
-      return { hosts: over.length, load, hostRssMiB: rssMiB(host ?? -1), workersRssMiB: workerPids.map(rssMiB), rounds: [load.rps] };
+      return {
+        hosts: over.length,
+        load,
+        hostRssMiB: rssMiB(host),
+        workersRssMiB: workerPids.map(rssMiB),
+        rounds: [load.rps],
+        cpuMsPer1000: { workers: perThousand(cpu(workerPids) - before.workers), host: perThousand(cpu([host]) - before.host) },
+      };
     };
     // Warm-up: the JIT, and every host name's route asked for once.
     for (const over of [hosts.slice(0, 1), hosts]) await runLoad(url, { method: 'GET', path: '/', hosts: over }, { connections: 16, durationS: 2 });
@@ -225,7 +237,8 @@ const mib = (value: number): string => (Number.isFinite(value) ? value.toFixed(0
 export function scaleReport(result: ScaleResult): string {
   const line = (figure: RoutesFigure): string =>
     `  ${String(figure.hosts).padStart(6)} host name(s): ${figure.load.rps.toFixed(0).padStart(6)} requests/s (median; rounds ${figure.rounds.map((rps) => rps.toFixed(0)).join(', ')}), ` +
-    `${figure.load.failed} failed; RSS MiB: router host (controller side) ${mib(figure.hostRssMiB)}, workers ${figure.workersRssMiB.map(mib).join(' + ')}`;
+    `${figure.load.failed} failed; CPU ms per 1000 answers: workers ${mib(figure.cpuMsPer1000.workers)}, router host ${mib(figure.cpuMsPer1000.host)}; ` +
+    `RSS MiB: router host (controller side) ${mib(figure.hostRssMiB)}, workers ${figure.workersRssMiB.map(mib).join(' + ')}`;
   const lines = [
     '',
     `Scale: the router (${result.workers} workers) with ${result.apps} routed apps (a domain each), 64 connections, plain; ` +

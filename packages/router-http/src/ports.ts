@@ -26,7 +26,8 @@ export interface RouteTable {
    * has the router know every route before traffic arrives, as a proxy holding its routes in its
    * configuration does; host names not listed are still asked for with `resolve`. A rejection
    * keeps the routes known. Called at start and with every refresh, so it should cost a few
-   * set-based reads, not one per route.
+   * set-based reads, not one per route; when nothing changed it may give the very same array
+   * as last time (not to be modified), which spares comparing it route by route.
    */
   list?(): Promise<Array<[host: string, route: ResolvedRoute]>>;
 }

@@ -54,6 +54,8 @@ export class RouteCache implements RouteTable {
   private readonly listed = new Map<string, ResolvedRoute>();
   /** The routes looked up one by one. */
   private readonly entries = new Map<string, Entry>();
+  /** The table's last listing as it was taken in whole; null once `listed` changed otherwise. */
+  private lastListing: Array<[string, ResolvedRoute]> | null = null;
   private readonly lookups = new Map<string, Promise<ResolvedRoute | null>>();
   private readonly listeners = new Set<(changed: RouteEntry[], listed: boolean) => void>();
   private readonly forgetAfterMs: number;
@@ -116,6 +118,7 @@ export class RouteCache implements RouteTable {
 
   /** Takes routes someone else looked up or listed (a worker's copy, fed by its controller). */
   apply(entries: readonly RouteEntry[], listed = false): void {
+    if (listed) this.lastListing = null;
     for (const [host, route] of entries) {
       if (listed) {
         if (route === undefined || route === null) this.listed.delete(host);
@@ -197,6 +200,7 @@ export class RouteCache implements RouteTable {
   clear(stop = false): void {
     this.generation += 1;
     this.listed.clear();
+    this.lastListing = null;
     this.entries.clear();
     if (stop && this.timer !== null) clearInterval(this.timer);
   }
@@ -213,6 +217,9 @@ export class RouteCache implements RouteTable {
     } catch {
       return [];
     }
+    // The very same answer as last time (see RouteTable.list), with nothing changed here since: nothing to compare.
+    if (listing === this.lastListing) return [];
+    this.lastListing = listing;
     const changed: RouteEntry[] = [];
     const seen = new Set<string>();
     for (const [host, route] of listing) {
@@ -239,6 +246,7 @@ export class RouteCache implements RouteTable {
 
   private store(host: string, route: ResolvedRoute | null, announce: boolean): void {
     const listed = this.listed.get(host);
+    if (listed !== undefined) this.lastListing = null;
     if (listed !== undefined && route !== null) {
       // A listed route looked up again (every process gone): it stays a listed one.
       this.listed.set(host, route);

@@ -191,6 +191,28 @@ describe('RouteCache over a table that lists its routes', () => {
     expect(cache.get('app-0.test')).toEqual(route('app-0', 1000));
   });
 
+  it('takes the very same listing as unchanged, unless a lookup changed a listed route since', async () => {
+    const listing: Array<[string, ResolvedRoute]> = [
+      ['a.test', route('a', 1)],
+      ['b.test', route('b', 2)],
+    ];
+    const table = { resolve: async (): Promise<ResolvedRoute | null> => null, list: async () => listing };
+    const cache = new RouteCache(table, { refreshMs: 0 });
+    await cache.refresh();
+    const heard: Array<[RouteEntry[], boolean]> = [];
+    cache.onChange((changed, listed) => heard.push([changed, listed]));
+
+    await cache.refresh();
+    expect(heard).toEqual([]);
+    // Every process of a.test gone, and the table knows no app there any more: it leaves the listing...
+    expect(await cache.resolve('a.test', true)).toBeNull();
+    expect(cache.get('a.test')).toBeNull();
+    // ...until the table, still listing it, is read again in whole.
+    await cache.refresh();
+    expect(cache.get('a.test')).toEqual(route('a', 1));
+    expect(cache.size()).toEqual({ listed: 2, looked: 0 });
+  });
+
   it('keeps what it knew when a listing fails', async () => {
     const table = new ListingTable();
     table.routes.set('a.test', route('a', 1));

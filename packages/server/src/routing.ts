@@ -77,6 +77,9 @@ export interface PlatformRouteTableOptions {
 /** Apps and domains read per query when every route is listed. */
 export const ROUTE_LIST_PAGE = 1000;
 
+const sameTargets = (a: readonly RouteTarget[], b: readonly RouteTarget[]): boolean =>
+  a.length === b.length && a.every((target, i) => target.host === b[i]?.host && target.port === b[i]?.port);
+
 /** A host name of the listing and what it leads to. */
 interface ListedName {
   host: string;
@@ -104,6 +107,8 @@ export class PlatformRouteTable implements RouteTable {
   private readonly redirectingApps: PlatformRouteTableOptions['redirectingApps'];
   /** Every host name with its app, as last read for `list()`. */
   private names: { listed: ListedName[]; expires: number } | null = null;
+  /** The last answer of `list()`, given again while nothing changed. */
+  private lastListing: { names: ListedName[]; targets: Map<string, RouteTarget[]>; routes: Array<[string, ResolvedRoute]> } | null = null;
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -143,20 +148,29 @@ export class PlatformRouteTable implements RouteTable {
    * Every route: `<app>.<platform domain>` of every app and every domain added, with the app's
    * processes as `resolve` gives them. The host names come from a few set-based reads (pages of
    * apps and of domains, the apps redirecting to HTTPS), remembered like `resolve`'s answers.
+   * While neither the names nor any app's processes changed, the very same array is given
+   * again (not to be modified), which spares the caller comparing it route by route.
    * @throws Unavailable (as a rejection) when the database cannot be reached.
    */
   async list(): Promise<Array<[host: string, route: ResolvedRoute]>> {
     const names = this.names !== null && this.names.expires > this.now() ? this.names.listed : await this.readNames();
+    // Most listings (once a second) find what the last one found: the same answer, not 10,000s of new objects.
+    const last = this.lastListing !== null && this.lastListing.names === names ? this.lastListing : null;
     const targets = new Map<string, RouteTarget[]>();
-    const routes: Array<[string, ResolvedRoute]> = [];
-    for (const { host, app, redirect } of names) {
-      let appTargets = targets.get(app);
-      if (appTargets === undefined) {
-        appTargets = await this.targetsOf(app);
-        targets.set(app, appTargets);
+    let changed = last === null;
+    for (const { app } of names) {
+      if (targets.has(app)) continue;
+      const current = await this.targetsOf(app);
+      const before = last?.targets.get(app);
+      if (before !== undefined && sameTargets(before, current)) targets.set(app, before);
+      else {
+        targets.set(app, current);
+        changed = true;
       }
-      routes.push([host, { app, ...(redirect ? { httpsRedirect: true } : {}), targets: appTargets }]);
     }
+    if (!changed && last !== null) return last.routes;
+    const routes: Array<[string, ResolvedRoute]> = names.map(({ host, app, redirect }) => [host, { app, ...(redirect ? { httpsRedirect: true } : {}), targets: targets.get(app) ?? [] }]);
+    this.lastListing = { names, targets, routes };
     return routes;
   }
 

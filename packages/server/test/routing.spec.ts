@@ -144,6 +144,21 @@ describe('PlatformRouteTable.list', () => {
     expect(reads['domains.list']).toBe(3);
   });
 
+  it('gives the very same listing again while nothing changed, and a new one once an app\'s processes change', async () => {
+    const { uow, reads } = await manyApps(3);
+    const processes = new FakeEndpoints();
+    const table = new PlatformRouteTable(uow, 'apps.test', processes);
+    const first = await table.list();
+
+    expect(await table.list()).toBe(first);
+    processes.byApp.set('app-2', [{ host: '127.0.0.1', port: 20002 }]);
+    const second = await table.list();
+    expect(second).not.toBe(first);
+    expect(new Map(second).get('www.app-2.example')).toEqual({ app: 'app-2', targets: [{ host: '127.0.0.1', port: 20002 }] });
+    expect(await table.list()).toBe(second);
+    expect(reads['domains.list']).toBe(1);
+  });
+
   it('marks the names that redirect to HTTPS, asking only about the apps that redirect at all', async () => {
     const { uow } = await manyApps(3);
     const asked: string[] = [];

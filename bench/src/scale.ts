@@ -7,7 +7,7 @@
  *    database, which lists every route before the router serves; every app's web process is one
  *    small app process) is measured at 64 connections with every request for the same host name,
  *    and with the requests spread over the 10,000 host names in turn, taking turns for
- *    BENCH_SCALE_ROUNDS rounds each (default 5; the median of the rounds' ratios counts). Target: spread >= 0.95
+ *    BENCH_SCALE_ROUNDS rounds each (default 7; the median of the rounds' ratios counts). Target: spread >= 0.95
  *    of one. The resident memory of the router's host process (the controller's part) and of its
  *    workers is printed, and the router's start-up time with every route read.
  * 2. Adoption: a controller with SCHEDULER=docker runs 200 containers (BENCH_ADOPT_CONTAINERS;
@@ -18,7 +18,7 @@
  *    same container ids, none restarted) and its own log line. Target: within 10 s. Its RSS after.
  */
 import { mkdtemp, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LABELS, createEngine } from '@svc/scheduler-docker';
 import { createDatabase } from '@svc/persistence-typeorm';
@@ -38,7 +38,7 @@ const PER_APP = 50;
 const STEP = 25;
 const DURATION_S = Number(process.env.BENCH_DURATION ?? '5');
 /** Rounds of each case (one host name, every host name), taking turns. */
-const ROUNDS = Math.max(1, Number(process.env.BENCH_SCALE_ROUNDS ?? '5'));
+const ROUNDS = Math.max(1, Number(process.env.BENCH_SCALE_ROUNDS ?? '7'));
 /** Each app's domain is `<app>.example.org`: outside the platform domain (bench.test), so the route table looks it up among the domains. */
 const DOMAIN_SUFFIX = '.example.org';
 
@@ -69,6 +69,8 @@ export interface ScaleResult {
   ratios: number[];
   adoption: { containers: number; restartMs: number; restored: number | null; sameContainers: boolean; rssMiB: number } | null;
 }
+
+const loadAverage = (): string => loadavg().map((value) => value.toFixed(2)).join(' ');
 
 /** The median of some numbers (the lower middle one of an even count). */
 export function median(values: readonly number[]): number {
@@ -104,7 +106,7 @@ async function benchRoutes(log: (line: string) => void): Promise<Omit<ScaleResul
   await seeder.addApps('scale', ids);
   seedDomains(seeder, 'scale', ids, DOMAIN_SUFFIX);
   await seeder.close();
-  log(`scale: ${APPS} apps with a domain each`);
+  log(`scale: ${APPS} apps with a domain each; load average ${loadAverage()}`);
   const hosts = ids.map((id) => `${id}${DOMAIN_SUFFIX}`);
   const { cert, key } = await prepareFiles(dir, hosts[0] as string);
   const app = await startApp(dir);
@@ -207,7 +209,7 @@ async function benchAdoption(root: string, dockerHost: string, log: (line: strin
     if (before.length !== CONTAINERS) throw new Error(`${before.length} containers run, not ${CONTAINERS}`);
     await server.stop();
     server = null;
-    log(`adoption: controller stopped, ${(await running()).length} containers still running; starting it again`);
+    log(`adoption: controller stopped, ${(await running()).length} containers still running; starting it again (load average ${loadAverage()})`);
     const began = performance.now();
     server = await startServer('controller (docker, restarted)', main, { ...env, DATA_DIR: dataDir });
     const restartMs = performance.now() - began;

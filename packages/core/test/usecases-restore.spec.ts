@@ -99,8 +99,9 @@ describe('RestoreContainers', () => {
     });
   });
 
-  it("starts an app's containers a few at a time: a slow one does not hold the others up, and no more than RESTORE_CONCURRENCY wait at once", async () => {
+  it("starts an app's containers a few at a time when the scheduler takes that: a slow one does not hold the others up, and no more than RESTORE_CONCURRENCY wait at once", async () => {
     const world = new World();
+    world.scheduler.concurrentStarts = 100;
     const alice = await world.actor('alice');
     await world.deployedApp(alice, 'myapp', PROCFILE);
     const count = RESTORE_CONCURRENCY + 4;
@@ -126,6 +127,23 @@ describe('RestoreContainers', () => {
     await expect(result).resolves.toEqual({ restored: count });
     expect(world.runningContainers('myapp')).toHaveLength(count);
     expect(world.uow.snapshot().containers.every((c) => c.state === 'up')).toBe(true);
+  });
+
+  it('starts them one after the other when the scheduler does not say it takes concurrent starts', async () => {
+    const world = new World();
+    const alice = await world.actor('alice');
+    await world.deployedApp(alice, 'myapp', PROCFILE);
+    await world.useCases.scaleApp.execute(alice, 'myapp', { web: 3 });
+    await forgetRunning(world);
+    let asked = 0;
+    const held = world.scheduler.holdStartsOf(() => (asked++, true));
+    const result = world.useCases.restoreContainers.execute();
+    await held.reached;
+    for (let i = 0; i < 20; i++) await new Promise((done) => setImmediate(done));
+
+    expect(asked).toBe(1);
+    held.release();
+    await expect(result).resolves.toEqual({ restored: 3 });
   });
 
   it('goes through every page of apps', async () => {

@@ -63,6 +63,8 @@ const messageOf = (error: unknown): string => engineReason(error);
  * back-off, out-of-memory kills reported), and its output followed into the app's log.
  */
 export class DockerScheduler implements Scheduler {
+  /** Starts of different containers run side by side (adoption at start-up is mostly waiting on the engine). */
+  readonly concurrentStarts = 16;
   private readonly docker: Docker;
   private readonly log: BatchedLogWriter;
   private readonly base: EngineScheduling;
@@ -325,7 +327,7 @@ export class DockerScheduler implements Scheduler {
     if (found === null || !found.running || found.labels[LABELS.instance] !== this.base.instance || found.labels[LABELS.spec] !== managed.digest) return false;
     const { address } = found;
     const port = found.port ?? DEFAULT_CONTAINER_PORT;
-    // Accepting a connection is all a running web container has to show: it was up when the previous controller process left it.
+    // A running web container only has to accept a connection: it was up when the previous controller process left it.
     if (isRoutedType(spec.type) && (address === null || !(await acceptsConnections(address, port, 2000)))) return false;
     managed.engineId = found.engineId;
     managed.address = address;
@@ -338,10 +340,7 @@ export class DockerScheduler implements Scheduler {
     return true;
   }
 
-  /**
-   * The engine container of this name as adoption sees it: from the survey while one is held
-   * (each entry serves once), else inspected; null when there is none.
-   */
+  /** The engine container of this name as adoption sees it: from the survey while one is held (each entry serves once), else inspected; null when none. */
   private async runningContainer(name: string): Promise<RunningContainer | null> {
     if (this.surveyed !== null) {
       const listed = this.surveyed.get(name) ?? null;

@@ -24,6 +24,7 @@ export class LeavingContainers {
 export class DrainingScheduler implements Scheduler {
   /** The inner scheduler's whole-type step, when it has one (stops still go through `stop`). */
   readonly rollType?: Scheduler['rollType'];
+  readonly concurrentStarts?: number;
 
   constructor(
     /** The scheduler that runs the containers. */
@@ -32,6 +33,7 @@ export class DrainingScheduler implements Scheduler {
   ) {
     const step = inner.rollType;
     if (step !== undefined) this.rollType = (specs, replacing) => step.call(inner, specs, replacing);
+    if (inner.concurrentStarts !== undefined) this.concurrentStarts = inner.concurrentStarts;
   }
 
   start(spec: ContainerSpec): Promise<ContainerState> {

@@ -321,6 +321,8 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   try {
     const bound = (ports: Array<number | null>): number[] => ports.filter((port): port is number => port !== null);
     await scheduling.afterPortsBound({ router: bound([routerPort, routerTlsPort]), own: bound([address.port, gitPort, routerPort, routerTlsPort, localDatabasePort(config.databaseUrl)]) });
+    // The router read every route before it listened; the apps' processes that started again since listen elsewhere now.
+    await router.routesChanged().catch(() => undefined);
   } catch (error) {
     await stopProcesses();
     server.close();

@@ -1,6 +1,6 @@
 import { CertificateForServerName, DEFAULT_SETTINGS, IssuedCertificateFor, type TlsName } from '@svc/core';
-import { FakeSecretBox, InMemoryTlsStore, InMemoryUnitOfWork, aCertificate, aDomain, aUser, anApp } from '@svc/core/testing';
-import { LeavingContainers, PlatformRouteTable, ROUTE_LIST_PAGE, StoredCertificates, type EndpointSource } from '../src/routing';
+import { FakeScheduler, FakeSecretBox, InMemoryTlsStore, InMemoryUnitOfWork, aCertificate, aDomain, aUser, anApp } from '@svc/core/testing';
+import { DrainingScheduler, LeavingContainers, PlatformRouteTable, ROUTE_LIST_PAGE, StoredCertificates, type EndpointSource } from '../src/routing';
 
 /** A scheduler stand-in: the web (and cmd) endpoints of each app, and who asked. */
 class FakeEndpoints implements EndpointSource {
@@ -187,6 +187,16 @@ describe('PlatformRouteTable.list', () => {
     leaving.ids.add('c1');
 
     expect(new Map(await table.list()).get('myapp.apps.test')).toEqual({ app: 'myapp', targets: [{ host: '10.0.0.3', port: 5000 }] });
+  });
+});
+
+describe('DrainingScheduler', () => {
+  it('says it takes as many concurrent starts as the scheduler it wraps, and none when that one does not say', () => {
+    const engine = new FakeScheduler();
+    engine.concurrentStarts = 16;
+
+    expect(new DrainingScheduler(engine, new LeavingContainers()).concurrentStarts).toBe(16);
+    expect(new DrainingScheduler(new FakeScheduler(), new LeavingContainers()).concurrentStarts).toBeUndefined();
   });
 });
 

@@ -178,7 +178,7 @@ export class RestartContainers {
 
 /** How many apps RestoreContainers reads at a time. */
 export const RESTORE_PAGE_SIZE = 100;
-/** How many of an app's containers RestoreContainers starts at once. */
+/** How many of an app's containers RestoreContainers starts at once at most (as many as the scheduler's `concurrentStarts`). */
 export const RESTORE_CONCURRENCY = 16;
 
 /** The source of the lines RestoreContainers writes to an app's log. */
@@ -194,7 +194,7 @@ export class RestoreContainers {
   /**
    * For every app: deletes the leftover records of one-off `run` containers and starts each
    * other recorded container on the app's current release, with its recorded id, type and
-   * number (up to RESTORE_CONCURRENCY of an app's at once), recording the state the
+   * number (several of an app's at once when the scheduler takes concurrent starts), recording the state the
    * scheduler reports. A container that fails to start is
    * recorded `error` and the reason is written to the app's log; nothing is thrown for it.
    * Each app is restored under its deploy lease, with no transaction open while the
@@ -235,9 +235,10 @@ export class RestoreContainers {
         }
         if (state !== null) {
           const release = state;
-          // Each start mostly waits (on an engine adopting a container, on a process to listen):
-          // a few at a time, so that a restart with hundreds of containers does not add the waits up.
-          const outcomes = await mapConcurrently(recorded, RESTORE_CONCURRENCY, async (container) => {
+          // On an engine each start mostly waits (adopting a container that still runs): a few at a
+          // time, as the scheduler allows, so that a restart with hundreds of containers does not add the waits up.
+          const lanes = Math.min(RESTORE_CONCURRENCY, Math.max(1, this.deps.scheduler.concurrentStarts ?? 1));
+          const outcomes = await mapConcurrently(recorded, lanes, async (container) => {
             const spec = containerSpec(app, release, container.type, container.num, container.uuid);
             try {
               return { state: await this.deps.scheduler.start(spec), failure: null };

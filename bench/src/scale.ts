@@ -67,7 +67,8 @@ export interface ScaleResult {
   ratio: number;
   /** spread / one of each round. */
   ratios: number[];
-  adoption: { containers: number; restartMs: number; restored: number | null; sameContainers: boolean; rssMiB: number } | null;
+  /** restartMs: from the controller's start until it answered; adoptingMs: its own time adopting (listing, restoring, reaping). */
+  adoption: { containers: number; restartMs: number; adoptingMs: number | null; restored: number | null; sameContainers: boolean; rssMiB: number } | null;
 }
 
 const loadAverage = (): string => loadavg().map((value) => value.toFixed(2)).join(' ');
@@ -84,6 +85,12 @@ export function medianFigure(figures: readonly RoutesFigure[]): RoutesFigure {
   const median = sorted[Math.floor((sorted.length - 1) / 2)];
   if (median === undefined) throw new Error('no round measured');
   return { ...median, rounds: figures.map((figure) => figure.load.rps) };
+}
+
+/** How long the controller took to adopt its containers (`durationMs` of its log line about them), or null when absent. */
+export function adoptionMs(output: string): number | null {
+  const match = /"durationMs":(\d+)[^\n]*restored the apps' containers/.exec(output);
+  return match ? Number(match[1]) : null;
 }
 
 /** The `restored` count of the controller's log line about its containers, or null when absent. */
@@ -214,8 +221,9 @@ async function benchAdoption(root: string, dockerHost: string, log: (line: strin
     server = await startServer('controller (docker, restarted)', main, { ...env, DATA_DIR: dataDir });
     const restartMs = performance.now() - began;
     const after = await running();
-    const restored = restoredCount(server.postMortem());
-    return { containers: CONTAINERS, restartMs, restored, sameContainers: after.join() === before.join(), rssMiB: server.memory().rssMiB };
+    const output = server.postMortem();
+    const restored = restoredCount(output);
+    return { containers: CONTAINERS, restartMs, adoptingMs: adoptionMs(output), restored, sameContainers: after.join() === before.join(), rssMiB: server.memory().rssMiB };
   } catch (error) {
     if (server !== null) log(`adoption failed; the controller: ${server.postMortem()}`);
     throw error;
@@ -264,7 +272,8 @@ export function scaleReport(result: ScaleResult): string {
   if (a !== null) {
     const holds = a.restartMs <= 10_000 && a.sameContainers;
     lines.push(
-      `Adoption: controller restart with ${a.containers} running containers until it answers: ${(a.restartMs / 1000).toFixed(2)} s; ` +
+      `Adoption: controller restart with ${a.containers} running containers until it answers: ${(a.restartMs / 1000).toFixed(2)} s ` +
+        `(of which adopting: ${a.adoptingMs === null ? '?' : (a.adoptingMs / 1000).toFixed(2)} s); ` +
         `restored ${a.restored ?? '?'}, same containers running: ${a.sameContainers ? 'yes' : 'no'}; controller RSS after ${mib(a.rssMiB)} MiB  ` +
         `[target <= 10 s, every container adopted: ${holds ? 'yes' : 'NO'}]`,
       '',

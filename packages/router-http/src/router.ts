@@ -249,6 +249,8 @@ export class AppRouter {
    * fresh lookup.
    */
   private targetsOf(host: string, route: ResolvedRoute): Targets {
+    // One process (or none): no turn to take, nor to look up among every app's.
+    if (route.targets.length <= 1) return new TargetQueue(this.routes, host, route.targets, 0);
     const turn = this.turns.get(route.app) ?? 0;
     this.turns.set(route.app, (turn + 1) % Number.MAX_SAFE_INTEGER);
     return new TargetQueue(this.routes, host, route.targets, turn % Math.max(1, route.targets.length));

@@ -11,7 +11,7 @@
  *
  * Messages from the parent: `{ t: 'targets', ports }` routes ROUTE_HOST to those ports (a
  * deploy), `{ t: 'pids' }` asks for this process's and its workers' ids. It sends
- * `{ t: 'ready', port, tlsPort }` once listening, `{ t: 'done' }` and `{ t: 'pids', pids }`.
+ * `{ t: 'ready', port, tlsPort, startMs }` once listening (startMs: from creating the router until both listeners are up), `{ t: 'done' }` and `{ t: 'pids', pids }`.
  */
 import { readFileSync } from 'node:fs';
 import { createDatabase } from '@svc/persistence-typeorm';
@@ -21,7 +21,17 @@ import { PlatformRouteTable } from '@svc/server';
 /** What the parent may ask. */
 export type HostRequest = { t: 'targets'; ports: number[] } | { t: 'pids' };
 /** What this process answers. */
-export type HostMessage = { t: 'ready'; port: number; tlsPort: number } | { t: 'done' } | { t: 'pids'; pids: number[] };
+export type HostMessage =
+  | { t: 'ready'; port: number; tlsPort: number; startMs: number; listing: ListingCost | null }
+  | { t: 'done' }
+  | { t: 'pids'; pids: number[] };
+
+/** What one listing of every route costs the host process: read from the database (cold), and from the names it remembers (warm, most refreshes). */
+export interface ListingCost {
+  routes: number;
+  coldMs: number;
+  warmMs: number;
+}
 
 /** One host name routed to the given ports. */
 class OneHost implements RouteTable {
@@ -44,22 +54,36 @@ async function main(): Promise<void> {
   const appPort = Number(env.APP_PORT);
   const served = { certificate: readFileSync(env.CERT as string, 'utf8'), key: readFileSync(env.KEY as string, 'utf8') };
   let oneHost: OneHost | null = null;
+  let platform: PlatformRouteTable | null = null;
   let routes: RouteTable;
   let close = async (): Promise<void> => undefined;
   if (env.DATA_DIR !== undefined && env.DATA_DIR !== '') {
     const database = await createDatabase({ dataDir: env.DATA_DIR });
     await database.migrate();
     const endpoints = { endpoints: () => [{ host: '127.0.0.1', port: appPort }] };
-    routes = new PlatformRouteTable(database.uow, env.PLATFORM_DOMAIN ?? 'bench.test', endpoints);
+    platform = new PlatformRouteTable(database.uow, env.PLATFORM_DOMAIN ?? 'bench.test', endpoints);
+    routes = platform;
     close = () => database.close();
   } else {
     oneHost = new OneHost(env.ROUTE_HOST as string, [appPort]);
     routes = oneHost;
   }
+  // From here until listening: the routes read (every one, when the table lists them), the workers started and sent them.
+  const began = performance.now();
   // No access log, as for HAProxy and nginx.
   const router = new RouterCluster({ workers: Number(env.ROUTER_WORKERS), routes, certificates: { find: async () => served }, logLevel: 'silent' });
   const port = (await router.listen(0, '127.0.0.1')).port;
   const tlsPort = (await router.listenTls(0, '127.0.0.1')).port;
+  const startMs = performance.now() - began;
+  let listing: ListingCost | null = null;
+  if (platform !== null) {
+    platform.forget();
+    const cold = performance.now();
+    const routeCount = (await platform.list()).length;
+    const warm = performance.now();
+    await platform.list();
+    listing = { routes: routeCount, coldMs: warm - cold, warmMs: performance.now() - warm };
+  }
   process.on('message', (message: HostRequest) => {
     if (message.t === 'pids') send({ t: 'pids', pids: [process.pid, ...router.pids()] });
     else if (oneHost !== null) {
@@ -73,7 +97,7 @@ async function main(): Promise<void> {
       .then(close)
       .finally(() => process.exit(0));
   });
-  send({ t: 'ready', port, tlsPort });
+  send({ t: 'ready', port, tlsPort, startMs, listing });
 }
 
 main().catch((error: unknown) => {

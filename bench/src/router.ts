@@ -24,7 +24,7 @@ import { join } from 'node:path';
 import { runLoad, type LoadResult } from './load';
 import { answers, cpuSeconds, startProxy, treeOf, waitFor, type ProxyKind, type RunningProxy } from './proxies';
 import { freePort } from './processes';
-import type { HostMessage, HostRequest } from './router-host';
+import type { HostMessage, HostRequest, ListingCost } from './router-host';
 
 export const HOST = 'app.bench.test';
 const DURATION_S = Number(process.env.BENCH_DURATION ?? '5');
@@ -101,6 +101,10 @@ export async function startApp(dir: string): Promise<AppProcess> {
 export interface RouterHost {
   port: number;
   tlsPort: number;
+  /** From creating the router until it listened (routes read, workers started and sent them). */
+  startMs: number;
+  /** The cost of one listing of every route, with a database (DATA_DIR). */
+  listing: ListingCost | null;
   /** The host process and its workers. */
   pids(): Promise<number[]>;
   /** Routes the one host name to these ports and waits until every worker knows. */
@@ -129,6 +133,8 @@ export async function startRouterHost(env: Record<string, string>): Promise<Rout
   return {
     port: ready.port,
     tlsPort: ready.tlsPort,
+    startMs: ready.startMs,
+    listing: ready.listing,
     pids: async () => {
       const answer = next('pids');
       ask({ t: 'pids' });

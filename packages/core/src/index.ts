@@ -22,6 +22,7 @@ export * from './rules/acme';
 export * from './rules/apps';
 export * from './rules/build-slots';
 export * from './rules/buildpacks';
+export * from './rules/concurrency';
 export * from './rules/config';
 export * from './rules/container-output';
 export * from './rules/connections';

@@ -1,4 +1,4 @@
-import { DEFAULT_SETTINGS, RESTORE_PAGE_SIZE } from '@svc/core';
+import { DEFAULT_SETTINGS, RESTORE_CONCURRENCY, RESTORE_PAGE_SIZE } from '@svc/core';
 import type { Actor } from '@svc/core';
 import { aContainer } from '@svc/core/testing';
 import { World } from './support/world';
@@ -97,6 +97,53 @@ describe('RestoreContainers', () => {
       source: 'svc[scheduler]',
       message: 'failed to restore worker.1: it exited with code 1 before it was up',
     });
+  });
+
+  it("starts an app's containers a few at a time when the scheduler takes that: a slow one does not hold the others up, and no more than RESTORE_CONCURRENCY wait at once", async () => {
+    const world = new World();
+    world.scheduler.concurrentStarts = 100;
+    const alice = await world.actor('alice');
+    await world.deployedApp(alice, 'myapp', PROCFILE);
+    const count = RESTORE_CONCURRENCY + 4;
+    await world.useCases.scaleApp.execute(alice, 'myapp', { web: count });
+    await forgetRunning(world);
+    // Starts asked for while every one so far is held: the lanes in use.
+    let asked = 0;
+    const slow = world.scheduler.holdStartsOf((spec) => {
+      asked++;
+      return spec.num === 1;
+    });
+    const others = world.scheduler.holdStartsOf((spec) => spec.num !== 1);
+    const result = world.useCases.restoreContainers.execute();
+    await slow.reached;
+    await others.reached;
+    expect(asked).toBe(RESTORE_CONCURRENCY);
+    others.release();
+    // Every other container is up while web.1 still waits.
+    for (let i = 0; i < 50 && world.scheduler.started().length < count - 1; i++) await new Promise((done) => setImmediate(done));
+    expect(world.scheduler.started().map((s) => s.num).sort((a, b) => a - b)).toEqual(Array.from({ length: count - 1 }, (_, i) => i + 2));
+    slow.release();
+
+    await expect(result).resolves.toEqual({ restored: count });
+    expect(world.runningContainers('myapp')).toHaveLength(count);
+    expect(world.uow.snapshot().containers.every((c) => c.state === 'up')).toBe(true);
+  });
+
+  it('starts them one after the other when the scheduler does not say it takes concurrent starts', async () => {
+    const world = new World();
+    const alice = await world.actor('alice');
+    await world.deployedApp(alice, 'myapp', PROCFILE);
+    await world.useCases.scaleApp.execute(alice, 'myapp', { web: 3 });
+    await forgetRunning(world);
+    let asked = 0;
+    const held = world.scheduler.holdStartsOf(() => (asked++, true));
+    const result = world.useCases.restoreContainers.execute();
+    await held.reached;
+    for (let i = 0; i < 20; i++) await new Promise((done) => setImmediate(done));
+
+    expect(asked).toBe(1);
+    held.release();
+    await expect(result).resolves.toEqual({ restored: 3 });
   });
 
   it('goes through every page of apps', async () => {

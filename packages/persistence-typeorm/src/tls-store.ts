@@ -30,6 +30,7 @@ const EXPIRED_CHALLENGES = statement('DELETE FROM "acme_challenges" WHERE "expir
 const ACCOUNT = statement('SELECT "sealed_key" FROM "acme_accounts" WHERE "directory" = ?');
 const SAVE_ACCOUNT = statement('INSERT INTO "acme_accounts" ("directory", "sealed_key", "created") VALUES (?, ?, ?) ON CONFLICT ("directory") DO NOTHING');
 const REDIRECT = statement('SELECT "https_redirect" FROM "app_tls" WHERE "app" = ?');
+const REDIRECT_APPS = statement('SELECT "app" FROM "app_tls" WHERE "https_redirect" = ? ORDER BY "app"');
 const SET_REDIRECT = statement(
   'INSERT INTO "app_tls" ("app", "https_redirect") VALUES (?, ?) ON CONFLICT ("app") DO UPDATE SET "https_redirect" = excluded."https_redirect"',
 );
@@ -137,6 +138,11 @@ export class TypeOrmTlsStore implements TlsStore {
   async httpsRedirect(app: string): Promise<boolean> {
     const [raw] = await this.session.rows<RawRow>(REDIRECT, [app]);
     return raw !== undefined && (raw.https_redirect === true || raw.https_redirect === 1);
+  }
+
+  async httpsRedirectApps(): Promise<string[]> {
+    const rows = await this.session.rows<RawRow>(REDIRECT_APPS, [this.session.dialect === 'sqlite' ? 1 : true]);
+    return rows.map((raw) => raw.app as string);
   }
 
   async setHttpsRedirect(app: string, on: boolean): Promise<void> {

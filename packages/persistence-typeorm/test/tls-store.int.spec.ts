@@ -82,8 +82,12 @@ function describeTlsStore(dialect: string, open: () => Promise<Pair>): void {
       expect(await tls.httpsRedirect('shop')).toBe(false);
       await tls.setHttpsRedirect('shop', true);
       expect(await pair.second.createTlsStore().httpsRedirect('shop')).toBe(true);
+      await tls.setHttpsRedirect('blog', true);
+      await tls.setHttpsRedirect('cafe', false);
+      expect(await pair.second.createTlsStore().httpsRedirectApps()).toEqual(['blog', 'shop']);
       await tls.setHttpsRedirect('shop', false);
       expect(await tls.httpsRedirect('shop')).toBe(false);
+      expect(await tls.httpsRedirectApps()).toEqual(['blog']);
     });
   });
 }

@@ -70,6 +70,15 @@ export function reservedShare(reserved: number, total: number, workers: number):
   return Math.min(workerTotal - 1, Math.ceil(Math.max(0, reserved) / workers));
 }
 
+/** Routes per message to a worker: a table of 10,000s of routes goes in pieces, the controller's event loop free between them. */
+export const ROUTES_PER_MESSAGE = 2000;
+
+function chunksOf<T>(items: readonly T[], size = ROUTES_PER_MESSAGE): T[][] {
+  const chunks: T[][] = [];
+  for (let i = 0; i < items.length; i += size) chunks.push(items.slice(i, i + size));
+  return chunks;
+}
+
 interface Listening {
   resolve: (address: AddressInfo) => void;
   reject: (error: Error) => void;
@@ -80,10 +89,12 @@ interface Listening {
 /**
  * The platform router off the controller's event loop: `workers` processes (node:cluster)
  * share the listening sockets, each accepting connections itself (no hand-off through the
- * controller) and running an AppRouter. The controller keeps the routes in use in memory
- * (a RouteCache over the route table, refreshed every `routeRefreshMs` and on
+ * controller) and running an AppRouter. The controller keeps the routes in memory (a
+ * RouteCache over the route table: every route when the table can list them, read before the
+ * workers start; else the routes in use; refreshed every `routeRefreshMs` and on
  * `routesChanged()`) and pushes every change to the workers, which route with no database
- * access; it answers their lookups of host names they do not know yet and of certificates.
+ * access; a worker gets the whole table when it starts, in pieces, before it listens. The
+ * controller answers their lookups of host names they do not know yet and of certificates.
  * A worker that dies is replaced; the workers end with `close()` or when the controller's
  * process goes away. Connection limits are shared out between the workers.
  */
@@ -95,8 +106,10 @@ export class RouterCluster {
   private readonly settings: Omit<WorkerSettings, 'id'>;
   private readonly unsubscribe: () => void;
   private listening: Listening | null = null;
-  private started = false;
+  private starting: Promise<void> | null = null;
   private closing = false;
+  /** Messages for workers still being sent the route table: they follow it, in order. */
+  private readonly loading = new Map<Worker, ToWorker[]>();
   private nextWorker = 1;
   private nextSync = 1;
   private readonly syncs = new Map<string, () => void>();
@@ -105,7 +118,9 @@ export class RouterCluster {
     if (!Number.isInteger(options.workers) || options.workers < 1) throw new Error('A router cluster needs at least one worker');
     this.logger = options.logger ?? silentLogger;
     this.routes = new RouteCache(options.routes, { refreshMs: options.routeRefreshMs ?? 1000 });
-    this.unsubscribe = this.routes.onChange((entries) => this.broadcast({ t: 'routes', entries }));
+    this.unsubscribe = this.routes.onChange((entries, listed) => {
+      for (const chunk of chunksOf(entries)) this.broadcast({ t: 'routes', entries: chunk, ...(listed ? { listed } : {}) });
+    });
     const limits = options.limits ?? {};
     this.settings = {
       ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs }),
@@ -212,7 +227,10 @@ export class RouterCluster {
   private async open(listener: ListenerSpec): Promise<AddressInfo> {
     if (this.closing) throw new Error('The router is closed');
     if (this.listening !== null) throw new Error('One listener at a time');
-    if (!this.started) this.startWorkers();
+    this.starting ??= this.startWorkers();
+    await this.starting;
+    if (this.closing) throw new Error('The router is closed');
+    if (this.listening !== null) throw new Error('One listener at a time');
     this.listeners.push(listener);
     const address = await new Promise<AddressInfo>((resolve, reject) => {
       this.listening = { resolve, reject, waiting: this.workers.size, port: null };
@@ -223,8 +241,10 @@ export class RouterCluster {
     return address;
   }
 
-  private startWorkers(): void {
-    this.started = true;
+  /** Reads the routes (every one, when the table can list them), then starts the workers with them. */
+  private async startWorkers(): Promise<void> {
+    await this.routes.refresh();
+    if (this.closing) return;
     // Each worker accepts on the shared socket itself: connections never pass through the controller's event loop.
     cluster.schedulingPolicy = cluster.SCHED_NONE;
     cluster.setupPrimary({ ...workerEntry(), silent: false });
@@ -246,7 +266,36 @@ export class RouterCluster {
         if (!this.closing) this.fork();
       }, 500).unref();
     });
-    worker.send({ t: 'start', settings: { ...this.settings, id }, routes: this.routes.snapshot(), listeners: [...this.listeners] } satisfies ToWorker);
+    worker.send({ t: 'start', settings: { ...this.settings, id } } satisfies ToWorker);
+    this.sendTable(worker);
+    // A worker replacing one listens where the others do, once it knows the routes.
+    for (const listener of this.listeners) this.reply(worker, { t: 'listen', listener });
+  }
+
+  /**
+   * Sends a new worker every route known, in pieces with the event loop free between them;
+   * whatever else is for it meanwhile (route changes, answers, listeners) waits in order behind
+   * them, so that nothing newer is overwritten by the table.
+   */
+  private sendTable(worker: Worker): void {
+    const { listed, looked } = this.routes.snapshot();
+    const pieces: ToWorker[] = [
+      ...chunksOf(listed).map((entries): ToWorker => ({ t: 'routes', entries, listed: true })),
+      ...chunksOf(looked).map((entries): ToWorker => ({ t: 'routes', entries })),
+    ];
+    const waiting: ToWorker[] = [];
+    this.loading.set(worker, waiting);
+    const next = (): void => {
+      const piece = pieces.shift();
+      if (piece !== undefined && !worker.isDead() && worker.isConnected()) {
+        this.sendNow(worker, piece);
+        setImmediate(next);
+        return;
+      }
+      this.loading.delete(worker);
+      for (const message of waiting) this.sendNow(worker, message);
+    };
+    next();
   }
 
   private receive(worker: Worker, message: FromWorker): void {
@@ -301,6 +350,12 @@ export class RouterCluster {
   }
 
   private reply(worker: Worker, message: ToWorker): void {
+    const waiting = this.loading.get(worker);
+    if (waiting !== undefined) waiting.push(message);
+    else this.sendNow(worker, message);
+  }
+
+  private sendNow(worker: Worker, message: ToWorker): void {
     if (!worker.isDead() && worker.isConnected()) worker.send(message);
   }
 

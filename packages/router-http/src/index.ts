@@ -1,8 +1,8 @@
 export { AppRouter, type AppRouterOptions, type RouterLimits, type UpstreamPoolOptions } from './router';
 export { SecureContextCache, type SecureContextCacheOptions } from './certificates';
-export { RouterCluster, type RouterClusterOptions } from './cluster';
+export { ROUTES_PER_MESSAGE, RouterCluster, type RouterClusterOptions } from './cluster';
 export type { LogLevel } from './protocol';
-export { RouteCache, type RouteCacheOptions, type RouteEntry } from './route-cache';
+export { RouteCache, type RouteCacheOptions, type RouteEntry, type RouteSnapshot } from './route-cache';
 export { ConnectionLimiter } from './limits';
 export { hostNameOf, wildcardOf } from './host';
 export { CHALLENGE_PREFIX, challengeToken, httpsLocation } from './challenge';

@@ -21,6 +21,15 @@ export interface RouteTable {
    * `fresh` is set when the router found every process it knew gone: nothing cached will do.
    */
   resolve(host: string, fresh?: boolean): Promise<ResolvedRoute | null>;
+  /**
+   * Every route there is, host names as `resolve` takes them (optional). A table that can list
+   * has the router know every route before traffic arrives, as a proxy holding its routes in its
+   * configuration does; host names not listed are still asked for with `resolve`. A rejection
+   * keeps the routes known. Called at start and with every refresh, so it should cost a few
+   * set-based reads, not one per route; when nothing changed it may give the very same array
+   * as last time (not to be modified), which spares comparing it route by route.
+   */
+  list?(): Promise<Array<[host: string, route: ResolvedRoute]>>;
 }
 
 /** A certificate chain and its private key, both PEM. */

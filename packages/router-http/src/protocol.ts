@@ -33,9 +33,10 @@ export interface ListenerSpec {
 
 /** Messages from the controller to a worker. */
 export type ToWorker =
-  | { t: 'start'; settings: WorkerSettings; routes: RouteEntry[]; listeners: ListenerSpec[] }
+  | { t: 'start'; settings: WorkerSettings }
   | { t: 'listen'; listener: ListenerSpec }
-  | { t: 'routes'; entries: RouteEntry[] }
+  /** Routes that changed; `listed`: routes of the table's listing (see RouteCache.apply). A new worker is sent the whole table this way. */
+  | { t: 'routes'; entries: RouteEntry[]; listed?: boolean }
   | { t: 'resolved'; id: number; route?: ResolvedRoute | null; error?: string }
   | { t: 'found'; id: number; certificate?: ServedCertificate | null; error?: string }
   | { t: 'answered'; id: number; answer?: string | null; error?: string }

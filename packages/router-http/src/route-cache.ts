@@ -18,6 +18,12 @@ export interface RouteCacheOptions {
 /** One host name's route as the cache knows it; without a route: the host name was forgotten. */
 export type RouteEntry = [host: string, route?: ResolvedRoute | null];
 
+/** What a cache knows: the routes of the table's listing, and those looked up one by one. */
+export interface RouteSnapshot {
+  listed: RouteEntry[];
+  looked: RouteEntry[];
+}
+
 interface Entry {
   route: ResolvedRoute | null;
   used: number;
@@ -30,18 +36,28 @@ function sameRoute(a: ResolvedRoute | null, b: ResolvedRoute | null): boolean {
 }
 
 /**
- * The routes of the host names in use, held in memory so that a request is routed without
- * asking the route table: a host name seen for the first time is looked up once (concurrent
- * requests share the lookup), then its route is kept and looked up again in the background
- * every `refreshMs`, or at once on `refresh()` (the platform calls it when routes change), or
- * when the router finds every process of a route gone (`resolve(host, true)`). Listeners
- * hear every route that changed, which is how a controller keeps its router workers' copies
+ * The routes, held in memory so that a request is routed without asking the route table.
+ * When the table can list its routes, every one is known: `refresh()` (the first one before
+ * the router serves, then every `refreshMs` and whenever the platform says routes changed)
+ * reads the whole listing and keeps it, without age or count limit, as a proxy keeps the
+ * routes of its configuration. Any other host name (one added since the last listing, a
+ * table that cannot list, a name of no app) is looked up once when first seen (concurrent
+ * requests share the lookup), then kept and looked up again with every refresh while it is
+ * asked for; those are bounded (`maxEntries`, `forgetAfterMs`), so that a flood of made-up
+ * names cannot push the listed routes out. A route the router finds with every process gone
+ * is looked up at once (`resolve(host, true)`). Listeners hear every route that changed, with
+ * whether it is a listed one, which is how a controller keeps its router workers' copies
  * current (`apply`). A failed lookup is not remembered; a failed refresh keeps what was known.
  */
 export class RouteCache implements RouteTable {
+  /** The routes of the table's last listing, by host name. */
+  private readonly listed = new Map<string, ResolvedRoute>();
+  /** The routes looked up one by one. */
   private readonly entries = new Map<string, Entry>();
+  /** The table's last listing as it was taken in whole; null once `listed` changed otherwise. */
+  private lastListing: Array<[string, ResolvedRoute]> | null = null;
   private readonly lookups = new Map<string, Promise<ResolvedRoute | null>>();
-  private readonly listeners = new Set<(changed: RouteEntry[]) => void>();
+  private readonly listeners = new Set<(changed: RouteEntry[], listed: boolean) => void>();
   private readonly forgetAfterMs: number;
   private readonly maxEntries: number;
   private readonly now: () => number;
@@ -65,6 +81,8 @@ export class RouteCache implements RouteTable {
 
   /** The route of a host name when it is known (null: no app there), undefined when it must be looked up. */
   get(host: string): ResolvedRoute | null | undefined {
+    const listed = this.listed.get(host);
+    if (listed !== undefined) return listed;
     const entry = this.entries.get(host);
     if (entry === undefined) return undefined;
     entry.used = this.now();
@@ -85,7 +103,7 @@ export class RouteCache implements RouteTable {
     }
     const generation = this.generation;
     const lookup = this.table.resolve(host, fresh).then((route) => {
-      if (generation === this.generation || !this.entries.has(host)) this.store(host, route, true);
+      if (generation === this.generation || !this.has(host)) this.store(host, route, true);
       return route;
     });
     if (!fresh) {
@@ -98,33 +116,47 @@ export class RouteCache implements RouteTable {
     return lookup;
   }
 
-  /** Takes routes someone else looked up (a worker's copy, fed by its controller). */
-  apply(entries: readonly RouteEntry[]): void {
+  /** Takes routes someone else looked up or listed (a worker's copy, fed by its controller). */
+  apply(entries: readonly RouteEntry[], listed = false): void {
+    if (listed) this.lastListing = null;
     for (const [host, route] of entries) {
-      if (route === undefined) this.entries.delete(host);
+      if (listed) {
+        if (route === undefined || route === null) this.listed.delete(host);
+        else {
+          this.listed.set(host, route);
+          this.entries.delete(host);
+        }
+      } else if (route === undefined) this.entries.delete(host);
       else this.store(host, route, false);
     }
   }
 
   /** Every route known, e.g. for a router worker that just started. */
-  snapshot(): RouteEntry[] {
-    return [...this.entries].map(([host, entry]) => [host, entry.route]);
+  snapshot(): RouteSnapshot {
+    return { listed: [...this.listed], looked: [...this.entries].map(([host, entry]) => [host, entry.route]) };
   }
 
-  /** Hears the routes that changed (and those seen for the first time). */
-  onChange(listener: (changed: RouteEntry[]) => void): () => void {
+  /** How many routes are known: listed, and looked up one by one. */
+  size(): { listed: number; looked: number } {
+    return { listed: this.listed.size, looked: this.entries.size };
+  }
+
+  /** Hears the routes that changed (and those seen for the first time), and whether they are of the listing. */
+  onChange(listener: (changed: RouteEntry[], listed: boolean) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
 
   /**
-   * Looks every known host name up again now (forgetting those not asked for lately) and
-   * tells the listeners what changed; resolves once done. Calls while one runs share it,
-   * then run once more so that a change announced during a refresh is not missed.
+   * Reads the table's listing (when it can list) and looks every other known host name up
+   * again now (forgetting those not asked for lately), and tells the listeners what changed;
+   * resolves once done. Calls while one runs share it, then run once more so that a change
+   * announced during a refresh is not missed.
    */
   refresh(): Promise<void> {
     this.generation += 1;
     const run = async (): Promise<void> => {
+      this.announce(await this.relist(), true);
       const horizon = this.now() - this.forgetAfterMs;
       const changed: RouteEntry[] = [];
       for (const [host, entry] of [...this.entries]) {
@@ -167,11 +199,65 @@ export class RouteCache implements RouteTable {
   /** Forgets every route (and stops the background refresh when `stop` is set). */
   clear(stop = false): void {
     this.generation += 1;
+    this.listed.clear();
+    this.lastListing = null;
     this.entries.clear();
     if (stop && this.timer !== null) clearInterval(this.timer);
   }
 
+  /**
+   * Takes the table's whole listing in place of the last one; the changes, none when the table
+   * cannot list or its listing failed (what was known is kept).
+   */
+  private async relist(): Promise<RouteEntry[]> {
+    if (this.table.list === undefined) return [];
+    let listing: Array<[string, ResolvedRoute]>;
+    try {
+      listing = await this.table.list();
+    } catch {
+      return [];
+    }
+    // The very same answer as last time (see RouteTable.list), with nothing changed here since: nothing to compare.
+    if (listing === this.lastListing) return [];
+    this.lastListing = listing;
+    const changed: RouteEntry[] = [];
+    const seen = new Set<string>();
+    for (const [host, route] of listing) {
+      seen.add(host);
+      const current = this.listed.get(host);
+      if (current === undefined || !sameRoute(current, route)) {
+        this.listed.set(host, route);
+        changed.push([host, route]);
+      }
+      // Looked up before it was listed: the listing has it now (a listener's copy moves it too).
+      this.entries.delete(host);
+    }
+    for (const host of this.listed.keys()) {
+      if (seen.has(host)) continue;
+      this.listed.delete(host);
+      changed.push([host]);
+    }
+    return changed;
+  }
+
+  private has(host: string): boolean {
+    return this.listed.has(host) || this.entries.has(host);
+  }
+
   private store(host: string, route: ResolvedRoute | null, announce: boolean): void {
+    const listed = this.listed.get(host);
+    if (listed !== undefined) this.lastListing = null;
+    if (listed !== undefined && route !== null) {
+      // A listed route looked up again (every process gone): it stays a listed one.
+      this.listed.set(host, route);
+      if (announce && !sameRoute(listed, route)) this.announce([[host, route]], true);
+      return;
+    }
+    if (listed !== undefined) {
+      // No longer routed: it leaves the listing until the next one says otherwise.
+      this.listed.delete(host);
+      if (announce) this.announce([[host]], true);
+    }
     const current = this.entries.get(host);
     if (current !== undefined) {
       const changed = !sameRoute(current.route, route);
@@ -190,8 +276,8 @@ export class RouteCache implements RouteTable {
     if (announce) this.announce(changed);
   }
 
-  private announce(changed: RouteEntry[]): void {
+  private announce(changed: RouteEntry[], listed = false): void {
     if (changed.length === 0) return;
-    for (const listener of this.listeners) listener(changed);
+    for (const listener of this.listeners) listener(changed, listed);
   }
 }

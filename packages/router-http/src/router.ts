@@ -104,6 +104,7 @@ export class AppRouter {
   private readonly idleTimeoutMs: number;
   private readonly relay: Relay;
   private closing = false;
+  private preloaded: Promise<void> | null = null;
 
   constructor(private readonly options: AppRouterOptions) {
     this.logger = options.logger ?? silentLogger;
@@ -175,7 +176,7 @@ export class AppRouter {
     this.contexts?.invalidate(serverName);
   }
 
-  /** Looks the routes in use up again now, e.g. after a deploy or a domain change; resolves once done. */
+  /** Looks the routes up again now (all of them when the table can list them), e.g. after a deploy or a domain change; resolves once done. */
   routesChanged(): Promise<void> {
     return this.routes.refresh();
   }
@@ -194,6 +195,11 @@ export class AppRouter {
   }
 
   private async start(server: Server, port: number, host: string): Promise<AddressInfo> {
+    // Its own route cache reads the routes (every one, when the table can list them) before the first listener serves.
+    if (this.ownsRoutes) {
+      this.preloaded ??= this.routes.refresh();
+      await this.preloaded;
+    }
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
       server.listen(port, host, () => {
@@ -243,6 +249,8 @@ export class AppRouter {
    * fresh lookup.
    */
   private targetsOf(host: string, route: ResolvedRoute): Targets {
+    // One process (or none): no turn to take, nor to look up among every app's.
+    if (route.targets.length <= 1) return new TargetQueue(this.routes, host, route.targets, 0);
     const turn = this.turns.get(route.app) ?? 0;
     this.turns.set(route.app, (turn + 1) % Number.MAX_SAFE_INTEGER);
     return new TargetQueue(this.routes, host, route.targets, turn % Math.max(1, route.targets.length));

@@ -1,8 +1,9 @@
 /*
  * A router worker: a process forked by RouterCluster that runs an AppRouter on the listening
- * sockets it shares with the other workers. It routes from its copy of the routes, which the
- * controller keeps current; it asks the controller only for a host name it does not know yet
- * and for certificates. It writes its own log lines (JSON, one a line, pino's shape) to the
+ * sockets it shares with the other workers. It routes from its copy of the routes (every one
+ * when the route table can list them), which the controller sends before the listeners and
+ * keeps current; it asks the controller only for a host name it does not know yet and for
+ * certificates. It writes its own log lines (JSON, one a line, pino's shape) to the
  * standard output it shares with the controller, and ends when the controller's IPC channel
  * goes away, whatever the reason.
  */
@@ -75,9 +76,9 @@ async function listen(listener: ListenerSpec): Promise<void> {
   }
 }
 
-async function start(settings: WorkerSettings, known: ToWorker & { t: 'start' }): Promise<void> {
+function start(settings: WorkerSettings): void {
+  // The controller sends the routes next (every one, when it could list them), then the listeners.
   routes = new RouteCache({ resolve: (host, fresh) => ask(routeLookups, (id) => ({ t: 'resolve', id, host, fresh: fresh === true })) }, { refreshMs: 0 });
-  routes.apply(known.routes);
   router = new AppRouter({
     routes,
     ...(settings.hasCertificates ? { certificates: { find: (name: string) => ask(certificateLookups, (id) => ({ t: 'find', id, name })) } } : {}),
@@ -97,7 +98,6 @@ async function start(settings: WorkerSettings, known: ToWorker & { t: 'start' })
     flusher = setInterval(flush, 1000);
     flusher.unref();
   }
-  for (const listener of known.listeners) await listen(listener);
 }
 
 async function close(timeoutMs: number): Promise<void> {
@@ -113,13 +113,13 @@ async function close(timeoutMs: number): Promise<void> {
 process.on('message', (message: ToWorker) => {
   switch (message.t) {
     case 'start':
-      void start(message.settings, message);
+      start(message.settings);
       break;
     case 'listen':
       void listen(message.listener);
       break;
     case 'routes':
-      routes?.apply(message.entries);
+      routes?.apply(message.entries, message.listed === true);
       break;
     case 'resolved':
       settle(routeLookups, message.id, message.route, message.error);

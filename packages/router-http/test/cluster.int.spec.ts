@@ -1,4 +1,4 @@
-import { RouterCluster } from '../src';
+import { ROUTES_PER_MESSAGE, RouterCluster, type ResolvedRoute } from '../src';
 import { FakeRouteTable, described, pause, send, startUpstream, type Upstream } from './support';
 
 function alive(pid: number): boolean {
@@ -90,5 +90,70 @@ describe('RouterCluster', () => {
 
     expect(pids.some(alive)).toBe(false);
     await expect(send(port, { host: 'myapp.svc.test' })).rejects.toThrow(/ECONNREFUSED/);
+  }, 60_000);
+});
+
+/** A route table that lists every route, as the platform's does. */
+class ListingRouteTable extends FakeRouteTable {
+  listings = 0;
+  async list(): Promise<Array<[string, ResolvedRoute]>> {
+    this.listings += 1;
+    return [...this.routes].map(([host, route]) => [host, { ...route, targets: [...route.targets] }]);
+  }
+}
+
+describe('RouterCluster over a route table that lists its routes', () => {
+  const HOSTS = ROUTES_PER_MESSAGE * 2 + 500;
+  let routes: ListingRouteTable;
+  let cluster: RouterCluster;
+  let port: number;
+  let upstream: Upstream;
+  const hostOf = (i: number): string => `app-${i}.svc.test`;
+  const sample = [0, 1, ROUTES_PER_MESSAGE - 1, ROUTES_PER_MESSAGE, HOSTS - 2, HOSTS - 1].map(hostOf);
+
+  beforeAll(async () => {
+    upstream = await startUpstream('listed');
+    routes = new ListingRouteTable();
+    for (let i = 0; i < HOSTS; i++) routes.set(hostOf(i), `app-${i}`, [upstream.target]);
+    cluster = new RouterCluster({ workers: 2, routes, routeRefreshMs: 60_000, logLevel: 'silent' });
+    ({ port } = await cluster.listen(0, '127.0.0.1'));
+  }, 60_000);
+
+  afterAll(async () => {
+    await cluster.close(1000);
+    upstream.server.closeAllConnections();
+    await upstream.close();
+  });
+
+  it('has its workers route every listed host name from the start, with no lookup of any (the table sent in pieces)', async () => {
+    for (const host of sample) for (let i = 0; i < 4; i++) expect((await send(port, { host })).status).toBe(200);
+
+    expect(routes.listings).toBe(1);
+    expect(routes.asked).toEqual([]);
+  }, 60_000);
+
+  it('still looks up a host name added after the listing, and drops a removed one once routes changed', async () => {
+    routes.set('late.svc.test', 'late', [upstream.target]);
+    expect((await send(port, { host: 'late.svc.test' })).status).toBe(200);
+    expect(routes.asked).toContain('late.svc.test');
+
+    routes.routes.delete(hostOf(0));
+    await cluster.routesChanged();
+    for (let i = 0; i < 4; i++) expect((await send(port, { host: hostOf(0) })).status).toBe(404);
+  }, 60_000);
+
+  it('gives a worker that replaces a dead one the whole table before it serves', async () => {
+    const [victim] = cluster.pids();
+    if (victim === undefined) throw new Error('no worker');
+    process.kill(victim, 'SIGKILL');
+    await until(() => cluster.pids().length === 2 && !cluster.pids().includes(victim));
+    const asked = routes.asked.length;
+    await until(async () => {
+      const results = await Promise.all(Array.from({ length: 6 }, () => send(port, { host: hostOf(HOSTS - 1) }).catch(() => null)));
+      return results.every((r) => r?.status === 200);
+    });
+    for (const host of sample.slice(1)) for (let i = 0; i < 4; i++) expect((await send(port, { host })).status).toBe(200);
+
+    expect(routes.asked.slice(asked)).toEqual([]);
   }, 60_000);
 });

@@ -77,3 +77,33 @@ export function describeExit(info: Pick<Docker.ContainerInspectInfo, 'State'>, m
   if (info.State.Error) return `failed: ${info.State.Error}`;
   return `exited with code ${info.State.ExitCode}`;
 }
+
+/** What adopting a running container needs to know of it, from the engine's list or its inspection. */
+export interface RunningContainer {
+  engineId: string;
+  running: boolean;
+  labels: Record<string, string>;
+  /** Its address on the platform's network, or null. */
+  address: string | null;
+  /** The port it exposes (the first), or null when it exposes none. */
+  port: number | null;
+}
+
+/** A container as its inspection describes it. */
+export function runningFromInspection(info: Docker.ContainerInspectInfo, network: string): RunningContainer {
+  const exposed = Object.keys(info.Config.ExposedPorts ?? {})[0]?.split('/')[0];
+  return { engineId: info.Id, running: info.State.Running, labels: info.Config.Labels ?? {}, address: addressOn(info, network), port: exposed === undefined ? null : Number(exposed) };
+}
+
+/**
+ * A container as one entry of the engine's list describes it (the list has the same facts as
+ * an inspection for this purpose: state, labels, addresses, exposed ports), keyed by its name.
+ */
+export function runningFromListing(info: Docker.ContainerInfo, network: string): [name: string, container: RunningContainer] {
+  const address = info.NetworkSettings?.Networks?.[network]?.IPAddress;
+  const exposed = (info.Ports ?? []).find((port) => port.Type === 'tcp')?.PrivatePort;
+  return [
+    (info.Names[0] ?? '').replace(/^\//, ''),
+    { engineId: info.Id, running: info.State === 'running', labels: info.Labels ?? {}, address: address ? address : null, port: exposed === undefined ? null : exposed },
+  ];
+}

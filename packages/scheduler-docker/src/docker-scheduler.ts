@@ -28,7 +28,7 @@ import { LABELS, engineReason, engineStatus, environmentList, followFrames, foll
 import { containerUserFor } from './container-user';
 import { engineScheduling, startTimeoutOf, type EngineScheduling, type EngineSchedulerOptions } from './options';
 import { DEFAULT_CONTAINER_PORT, ImageNotFound, assertRunnable, containerPortFor } from './images';
-import { addressOn, containerDigest, containerLabels, containerName, describeExit, hostConfigOf } from './container-config';
+import { addressOn, containerDigest, containerLabels, containerName, describeExit, hostConfigOf, runningFromInspection, runningFromListing, type RunningContainer } from './container-config';
 import { preparePlatformNetwork } from './platform-network';
 import { managedContainer, type Managed } from './managed-container';
 
@@ -63,6 +63,8 @@ const messageOf = (error: unknown): string => engineReason(error);
  * back-off, out-of-memory kills reported), and its output followed into the app's log.
  */
 export class DockerScheduler implements Scheduler {
+  /** Starts of different containers run side by side (adoption at start-up is mostly waiting on the engine). */
+  readonly concurrentStarts = 16;
   private readonly docker: Docker;
   private readonly log: BatchedLogWriter;
   private readonly base: EngineScheduling;
@@ -75,6 +77,8 @@ export class DockerScheduler implements Scheduler {
   private readonly containers = new Map<string, Managed>();
   private readonly runs = new Map<string, Docker.Container>();
   private prepared: Promise<void> | null = null;
+  /** This instance's engine containers by name, listed once at start-up for adoption (see `survey()`); null once it is over. */
+  private surveyed: Map<string, RunningContainer> | null = null;
   private closing: Promise<void> | null = null;
 
   constructor(options: DockerSchedulerOptions) {
@@ -219,12 +223,24 @@ export class DockerScheduler implements Scheduler {
   }
 
   /**
+   * Lists this instance's containers in one call, so that the starts restoring them at start-up
+   * adopt each from the list instead of inspecting it (one request, not hundreds). The list
+   * serves until `reapOrphans()`; a container not in it is started afresh. Resolves with how many run.
+   */
+  async survey(): Promise<number> {
+    const listed = await this.docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${this.base.instance}`] } });
+    this.surveyed = new Map(listed.map((info) => runningFromListing(info, this.network)));
+    return [...this.surveyed.values()].filter((c) => c.running).length;
+  }
+
+  /**
    * Removes the containers of this controller instance that no container of this process
    * stands for (adopted or started since): those the controller no longer records, and
    * one-off commands a stopped controller left. Call it at start-up after restoring. Resolves
    * with how many it removed.
    */
   async reapOrphans(): Promise<number> {
+    this.surveyed = null;
     const listed = await this.docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${this.base.instance}`] } });
     const known = new Set([...this.containers.values()].map((c) => c.engineId));
     let reaped = 0;
@@ -307,27 +323,36 @@ export class DockerScheduler implements Scheduler {
   /** Takes over a running container an earlier controller process started from the same spec; false when there is none. */
   private async adopt(managed: Managed): Promise<boolean> {
     const { spec } = managed;
-    let info: Docker.ContainerInspectInfo;
-    try {
-      info = await this.docker.getContainer(containerName(spec.id)).inspect();
-    } catch (error) {
-      if (engineStatus(error) === 404) return false;
-      throw error;
-    }
-    const labels = info.Config.Labels ?? {};
-    if (!info.State.Running || labels[LABELS.instance] !== this.base.instance || labels[LABELS.spec] !== managed.digest) return false;
-    const address = addressOn(info, this.network);
-    const port = Number(Object.keys(info.Config.ExposedPorts ?? {})[0]?.split('/')[0] ?? DEFAULT_CONTAINER_PORT);
+    const found = await this.runningContainer(containerName(spec.id));
+    if (found === null || !found.running || found.labels[LABELS.instance] !== this.base.instance || found.labels[LABELS.spec] !== managed.digest) return false;
+    const { address } = found;
+    const port = found.port ?? DEFAULT_CONTAINER_PORT;
+    // A running web container only has to accept a connection: it was up when the previous controller process left it.
     if (isRoutedType(spec.type) && (address === null || !(await acceptsConnections(address, port, 2000)))) return false;
-    managed.engineId = info.Id;
+    managed.engineId = found.engineId;
     managed.address = address;
     managed.port = port;
-    const container = this.docker.getContainer(info.Id);
+    const container = this.docker.getContainer(found.engineId);
     await this.watch(managed, container, Math.floor(Date.now() / 1000));
     managed.state = 'up';
     managed.crashes.up(Date.now());
     this.event(spec.app, `${managed.label} adopted: still running from before the controller restarted`);
     return true;
+  }
+
+  /** The engine container of this name as adoption sees it: from the survey while one is held (each entry serves once), else inspected; null when none. */
+  private async runningContainer(name: string): Promise<RunningContainer | null> {
+    if (this.surveyed !== null) {
+      const listed = this.surveyed.get(name) ?? null;
+      this.surveyed.delete(name);
+      return listed;
+    }
+    try {
+      return runningFromInspection(await this.docker.getContainer(name).inspect(), this.network);
+    } catch (error) {
+      if (engineStatus(error) === 404) return null;
+      throw error;
+    }
   }
 
   /** Follows the container's output into the app's log and its exit into a crash. */

@@ -1,5 +1,5 @@
 import type { ContainerSpec } from '@svc/core';
-import { addressOn, containerDigest, containerLabels, containerName, describeExit, hostConfigOf, type ContainerSettings } from '../src/container-config';
+import { addressOn, containerDigest, containerLabels, containerName, describeExit, hostConfigOf, runningFromInspection, runningFromListing, type ContainerSettings } from '../src/container-config';
 
 const settings: ContainerSettings = {
   instance: 'default',
@@ -63,5 +63,28 @@ describe('the Docker scheduler\'s container configuration', () => {
     expect(describeExit(state({ OOMKilled: true }), '512M')).toBe('was killed for exceeding its memory limit of 512M (out of memory)');
     expect(describeExit(state({ Error: 'no such file' }), null)).toBe('failed: no such file');
     expect(describeExit(state({ ExitCode: 3 }), null)).toBe('exited with code 3');
+  });
+  it('reads the same facts for adoption from the engine\'s list as from an inspection', () => {
+    const labels = { 'svc.instance': 'default', 'svc.spec': 'd' };
+    const listed = {
+      Id: 'e1',
+      Names: ['/svc-c1'],
+      State: 'running',
+      Labels: labels,
+      Ports: [{ PrivatePort: 5000, Type: 'tcp' }],
+      NetworkSettings: { Networks: { 'svc-apps': { IPAddress: '172.20.0.2' } } },
+    } as never;
+    const inspected = {
+      Id: 'e1',
+      State: { Running: true },
+      Config: { Labels: labels, ExposedPorts: { '5000/tcp': {} } },
+      NetworkSettings: { Networks: { 'svc-apps': { IPAddress: '172.20.0.2' } } },
+    } as never;
+    const expected = { engineId: 'e1', running: true, labels, address: '172.20.0.2', port: 5000 };
+    expect(runningFromListing(listed, 'svc-apps')).toEqual(['svc-c1', expected]);
+    expect(runningFromInspection(inspected, 'svc-apps')).toEqual(expected);
+    // Exited, off the network, exposing nothing.
+    const exited = { Id: 'e2', Names: ['/svc-c2'], State: 'exited', Labels: {}, Ports: [], NetworkSettings: { Networks: {} } } as never;
+    expect(runningFromListing(exited, 'svc-apps')).toEqual(['svc-c2', { engineId: 'e2', running: false, labels: {}, address: null, port: null }]);
   });
 });

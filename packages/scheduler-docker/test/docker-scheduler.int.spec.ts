@@ -293,6 +293,34 @@ describeWithEngine('DockerScheduler (real engine)', () => {
       t.scheduler = next;
     });
 
+    it('adopts from one survey of the engine: the same containers, and one that died after the survey is started afresh', async () => {
+      const kept = spec();
+      const died = spec({ app: kept.app, num: 2 });
+      await t.scheduler.start(kept);
+      await t.scheduler.start(died);
+      const before = await t.docker.getContainer(containerName(kept.id)).inspect();
+      const gone = await t.docker.getContainer(containerName(died.id)).inspect();
+      await t.scheduler.shutdown();
+
+      const next = t.again();
+      await expect(next.survey()).resolves.toBeGreaterThanOrEqual(2);
+      // After the survey, behind the scheduler's back: its list is out of date for this one.
+      await t.docker.getContainer(gone.Id).remove({ force: true });
+      const [keptState, diedState] = await Promise.all([next.start(kept), next.start(died)]);
+      expect([keptState, diedState]).toEqual(['up', 'up']);
+      const after = await t.docker.getContainer(containerName(kept.id)).inspect();
+      expect(after.Id).toBe(before.Id);
+      expect(after.State.StartedAt).toBe(before.State.StartedAt);
+      const replaced = await t.docker.getContainer(containerName(died.id)).inspect();
+      expect(replaced.Id).not.toBe(gone.Id);
+      expect(replaced.State.Running).toBe(true);
+      for (const endpoint of next.endpoints(kept.app, 'web')) expect((await get(endpoint.host, endpoint.port, '/passwd')).status).toBe(200);
+      await expect(next.reapOrphans()).resolves.toBe(0);
+      await next.stop(kept.id);
+      await next.stop(died.id);
+      t.scheduler = next;
+    });
+
     it('replaces a leftover container of a different spec instead of adopting it', async () => {
       const first = spec();
       await t.scheduler.start(first);

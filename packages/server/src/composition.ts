@@ -268,7 +268,8 @@ const routerModule = (options: CompositionOptions) =>
   new ContainerModule(({ bind }) => {
     bind<PlatformRouteTable>(SERVER_TOKENS.RouteTable).toDynamicValue((ctx) => {
       const endpoints = schedulerEndpoints(options.scheduler, ctx);
-      const redirects = options.tls ? { redirects: ctx.get<UseCases>(TOKENS.UseCases).httpsRedirectFor } : {};
+      const tls = options.tls;
+      const redirects = tls ? { redirects: ctx.get<UseCases>(TOKENS.UseCases).httpsRedirectFor, redirectingApps: () => tls.httpsRedirectApps() } : {};
       return new PlatformRouteTable(ctx.get<UnitOfWork>(TOKENS.UnitOfWork), options.settings.platformDomain, endpoints, redirects, ctx.get<LeavingContainers>(SERVER_TOKENS.LeavingContainers));
     });
     bind<PlatformRouter>(SERVER_TOKENS.Router).toDynamicValue((ctx) => {

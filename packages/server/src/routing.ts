@@ -24,6 +24,7 @@ export class LeavingContainers {
 export class DrainingScheduler implements Scheduler {
   /** The inner scheduler's whole-type step, when it has one (stops still go through `stop`). */
   readonly rollType?: Scheduler['rollType'];
+  readonly concurrentStarts?: number;
 
   constructor(
     /** The scheduler that runs the containers. */
@@ -32,6 +33,7 @@ export class DrainingScheduler implements Scheduler {
   ) {
     const step = inner.rollType;
     if (step !== undefined) this.rollType = (specs, replacing) => step.call(inner, specs, replacing);
+    if (inner.concurrentStarts !== undefined) this.concurrentStarts = inner.concurrentStarts;
   }
 
   start(spec: ContainerSpec): Promise<ContainerState> {
@@ -67,6 +69,24 @@ export interface PlatformRouteTableOptions {
   now?: () => number;
   /** Whether plain HTTP for a host name of an app is redirected to HTTPS (the core's HttpsRedirectFor); absent: never. */
   redirects?: { execute(app: string, host: string): Promise<boolean> };
+  /**
+   * The apps that redirect plain HTTP at all (TlsStore.httpsRedirectApps), so that listing every
+   * route asks `redirects` only about their host names; absent: about every host name.
+   */
+  redirectingApps?: () => Promise<string[]>;
+}
+
+/** Apps and domains read per query when every route is listed. */
+export const ROUTE_LIST_PAGE = 1000;
+
+const sameTargets = (a: readonly RouteTarget[], b: readonly RouteTarget[]): boolean =>
+  a.length === b.length && a.every((target, i) => target.host === b[i]?.host && target.port === b[i]?.port);
+
+/** A host name of the listing and what it leads to. */
+interface ListedName {
+  host: string;
+  app: string;
+  redirect: boolean;
 }
 
 /**
@@ -74,10 +94,10 @@ export interface PlatformRouteTableOptions {
  * exists, any other host name to the app that added it as a domain; the targets are the app's
  * `web` processes that are up (or its `cmd` containers, an image's own command, when it has
  * no `web`), as the scheduler reports them (none with a scheduler that runs nothing). The
- * router keeps the routes it uses in memory and asks again about once a second; the app of a
- * host name is remembered here for a few seconds more (until `forget()`, which the server
- * calls when routes changed), so that those refreshes cost few database reads; the processes
- * are asked for every time, from the scheduler's memory.
+ * router holds every route in memory (`list()`, read before it serves) and asks again about
+ * once a second; the apps of the host names are remembered here for a few seconds more (until
+ * `forget()`, which the server calls when routes changed), so that those refreshes cost few
+ * database reads; the processes are asked for every time, from the scheduler's memory.
  */
 export class PlatformRouteTable implements RouteTable {
   private readonly cache = new Map<string, { app: string | null; redirect: boolean; expires: number }>();
@@ -86,6 +106,11 @@ export class PlatformRouteTable implements RouteTable {
   private readonly maxCached: number;
   private readonly now: () => number;
   private readonly redirects: PlatformRouteTableOptions['redirects'];
+  private readonly redirectingApps: PlatformRouteTableOptions['redirectingApps'];
+  /** Every host name with its app, as last read for `list()`. */
+  private names: { listed: ListedName[]; expires: number } | null = null;
+  /** The last answer of `list()`, given again while nothing changed. */
+  private lastListing: { names: ListedName[]; targets: Map<string, RouteTarget[]>; routes: Array<[string, ResolvedRoute]> } | null = null;
 
   constructor(
     private readonly uow: UnitOfWork,
@@ -99,11 +124,13 @@ export class PlatformRouteTable implements RouteTable {
     this.maxCached = options.maxCached ?? 10_000;
     this.now = options.now ?? Date.now;
     this.redirects = options.redirects;
+    this.redirectingApps = options.redirectingApps;
   }
 
   /** Forgets which app the host names belong to, e.g. after a domain was added or an app deleted. */
   forget(): void {
     this.cache.clear();
+    this.names = null;
   }
 
   /**
@@ -116,15 +143,68 @@ export class PlatformRouteTable implements RouteTable {
     const found = await this.appOf(name);
     if (found === null) return null;
     const { app, redirect } = found;
+    return { app, ...(redirect ? { httpsRedirect: true } : {}), targets: await this.targetsOf(app) };
+  }
+
+  /**
+   * Every route: `<app>.<platform domain>` of every app and every domain added, with the app's
+   * processes as `resolve` gives them. The host names come from a few set-based reads (pages of
+   * apps and of domains, the apps redirecting to HTTPS), remembered like `resolve`'s answers.
+   * While neither the names nor any app's processes changed, the very same array is given
+   * again (not to be modified), which spares the caller comparing it route by route.
+   * @throws Unavailable (as a rejection) when the database cannot be reached.
+   */
+  async list(): Promise<Array<[host: string, route: ResolvedRoute]>> {
+    const names = this.names !== null && this.names.expires > this.now() ? this.names.listed : await this.readNames();
+    // Most listings (once a second) find what the last one found: the same answer, not 10,000s of new objects.
+    const last = this.lastListing !== null && this.lastListing.names === names ? this.lastListing : null;
+    const targets = new Map<string, RouteTarget[]>();
+    let changed = last === null;
+    for (const { app } of names) {
+      if (targets.has(app)) continue;
+      const current = await this.targetsOf(app);
+      const before = last?.targets.get(app);
+      if (before !== undefined && sameTargets(before, current)) targets.set(app, before);
+      else {
+        targets.set(app, current);
+        changed = true;
+      }
+    }
+    if (!changed && last !== null) return last.routes;
+    const routes: Array<[string, ResolvedRoute]> = names.map(({ host, app, redirect }) => [host, { app, ...(redirect ? { httpsRedirect: true } : {}), targets: targets.get(app) ?? [] }]);
+    this.lastListing = { names, targets, routes };
+    return routes;
+  }
+
+  private async readNames(): Promise<ListedName[]> {
+    const repos = this.uow.repositories;
+    const listed: ListedName[] = [];
+    for (let offset = 0; ; offset += ROUTE_LIST_PAGE) {
+      const page = await repos.apps.listVisibleTo(null, { offset, limit: ROUTE_LIST_PAGE });
+      for (const app of page.items) listed.push({ host: `${app.id}${this.suffix}`.toLowerCase(), app: app.id, redirect: false });
+      if (page.items.length < ROUTE_LIST_PAGE) break;
+    }
+    for (let offset = 0; ; offset += ROUTE_LIST_PAGE) {
+      const page = await repos.domains.list({ offset, limit: ROUTE_LIST_PAGE });
+      for (const domain of page.items) listed.push({ host: domain.domain.toLowerCase(), app: domain.app, redirect: false });
+      if (page.items.length < ROUTE_LIST_PAGE) break;
+    }
+    const redirects = this.redirects;
+    if (redirects !== undefined) {
+      const apps = this.redirectingApps === undefined ? null : new Set(await this.redirectingApps());
+      for (const name of listed) if (apps === null || apps.has(name.app)) name.redirect = await redirects.execute(name.app, name.host);
+    }
+    this.names = { listed, expires: this.now() + this.cacheMs };
+    return listed;
+  }
+
+  /** The app's `web` processes that are up and not leaving (its `cmd` ones when it has no `web`). */
+  private async targetsOf(app: string): Promise<RouteTarget[]> {
     let targets = this.processes === null ? [] : await this.processes.endpoints(app, 'web');
     // An image deployed without a Procfile runs its own command as the type `cmd`: it serves the app then.
     if (targets.length === 0 && this.processes !== null) targets = await this.processes.endpoints(app, IMAGE_PROCESS_TYPE);
     const leaving = this.leaving?.ids;
-    return {
-      app,
-      ...(redirect ? { httpsRedirect: true } : {}),
-      targets: targets.filter((target) => target.id === undefined || leaving === undefined || !leaving.has(target.id)).map((target) => ({ host: target.host, port: target.port })),
-    };
+    return targets.filter((target) => target.id === undefined || leaving === undefined || !leaving.has(target.id)).map((target) => ({ host: target.host, port: target.port }));
   }
 
   private async appOf(name: string): Promise<{ app: string; redirect: boolean } | null> {

@@ -371,10 +371,13 @@ export class SchedulerStartup {
     const engineScheduler = dockerScheduler ?? swarmScheduler;
     if (engineScheduler === null) return;
     try {
+      const began = Date.now();
       await engineScheduler.prepare();
+      // One list of the engine's containers instead of an inspection of each one adopted.
+      await dockerScheduler?.survey();
       const { restored } = await useCases.restoreContainers.execute();
       const reaped = await engineScheduler.reapOrphans();
-      this.options.logger.info({ restored, reaped }, `restored the apps' containers on the ${swarmScheduler === null ? 'Docker engine' : 'swarm'}`);
+      this.options.logger.info({ restored, reaped, durationMs: Date.now() - began }, `restored the apps' containers on the ${swarmScheduler === null ? 'Docker engine' : 'swarm'}`);
       this.stackProblem = await prepareEngineBuilds(builds.compiler, builds.docker, this.options.logger);
     } catch (error) {
       await this.stop();

@@ -314,10 +314,13 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   try {
     const bound = (ports: Array<number | null>): number[] => ports.filter((port): port is number => port !== null);
     await scheduling.afterPortsBound({ router: bound([routerPort, routerTlsPort]), own: bound([address.port, gitPort, routerPort, routerTlsPort, localDatabasePort(config.databaseUrl)]) });
-    // A router process of its own takes this controller's routes once the apps are up, then what an earlier one left goes.
     if (router.serve !== undefined) {
+      // A router process of its own takes this controller's routes once the apps are up, then what an earlier one left goes.
       await router.serve();
       await scheduling.afterRoutesServed();
+    } else {
+      // The router read every route before it listened; the apps' processes that started again since listen elsewhere now.
+      await router.routesChanged().catch(() => undefined);
     }
   } catch (error) {
     await stopProcesses();

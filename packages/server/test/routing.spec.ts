@@ -1,6 +1,6 @@
 import { CertificateForServerName, DEFAULT_SETTINGS, IssuedCertificateFor, type TlsName } from '@svc/core';
-import { FakeSecretBox, InMemoryTlsStore, InMemoryUnitOfWork, aCertificate, aDomain, aUser, anApp } from '@svc/core/testing';
-import { PlatformRouteTable, StoredCertificates, type EndpointSource } from '../src/routing';
+import { FakeScheduler, FakeSecretBox, InMemoryTlsStore, InMemoryUnitOfWork, aCertificate, aDomain, aUser, anApp } from '@svc/core/testing';
+import { DrainingScheduler, LeavingContainers, PlatformRouteTable, ROUTE_LIST_PAGE, StoredCertificates, type EndpointSource } from '../src/routing';
 
 /** A scheduler stand-in: the web (and cmd) endpoints of each app, and who asked. */
 class FakeEndpoints implements EndpointSource {
@@ -80,6 +80,123 @@ describe('PlatformRouteTable', () => {
 
     expect(cached).toEqual({ app: 'other', targets: [{ host: '127.0.0.1', port: 20003 }] });
     expect(expired).toBeNull();
+  });
+});
+
+describe('PlatformRouteTable.list', () => {
+  /** Apps `app-<i>` with a domain `www.app-<i>.example` each, and a count of the reads. */
+  async function manyApps(count: number): Promise<{ uow: InMemoryUnitOfWork; reads: Record<string, number> }> {
+    const uow = await store();
+    for (let i = 0; i < count; i++) {
+      await uow.repositories.apps.create(anApp({ id: `app-${i}` }));
+      await uow.repositories.domains.create(aDomain({ app: `app-${i}`, domain: `www.app-${i}.example` }));
+    }
+    const reads: Record<string, number> = {};
+    const repos = uow.repositories;
+    for (const [repo, method] of [['apps', 'listVisibleTo'], ['apps', 'findById'], ['domains', 'list'], ['domains', 'find']] as const) {
+      const target = repos[repo] as unknown as Record<string, (...args: unknown[]) => unknown>;
+      const original = target[method]!.bind(target);
+      target[method] = (...args: unknown[]) => {
+        reads[`${repo}.${method}`] = (reads[`${repo}.${method}`] ?? 0) + 1;
+        return original(...args);
+      };
+    }
+    return { uow, reads };
+  }
+
+  it('lists every app under the platform domain and every domain, with their web endpoints, in pages of reads, not a read per app', async () => {
+    const count = ROUTE_LIST_PAGE * 2 + 10;
+    const { uow, reads } = await manyApps(count);
+    const processes = new FakeEndpoints();
+    processes.byApp.set('app-7', [{ host: '127.0.0.1', port: 20007 }]);
+    const table = new PlatformRouteTable(uow, 'Apps.Test', processes);
+
+    const listed = new Map(await table.list());
+
+    // myapp and other, the apps, and a domain of each plus other's own.
+    expect(listed.size).toBe((count + 2) * 2 - 1);
+    expect(listed.get('app-7.apps.test')).toEqual({ app: 'app-7', targets: [{ host: '127.0.0.1', port: 20007 }] });
+    expect(listed.get('www.app-7.example')).toEqual({ app: 'app-7', targets: [{ host: '127.0.0.1', port: 20007 }] });
+    expect(listed.get('www.other.example')).toEqual({ app: 'other', targets: [] });
+    expect(reads).toEqual({ 'apps.listVisibleTo': 3, 'domains.list': 3 });
+    // One endpoints question per app (and its cmd fallback), however many names it has.
+    expect(processes.asked.filter((asked) => asked === 'app-7/web')).toHaveLength(1);
+    // The same answer resolve gives, name by name.
+    for (const host of ['app-7.apps.test', 'www.app-7.example', 'myapp.apps.test', 'www.other.example']) expect(await table.resolve(host)).toEqual(listed.get(host));
+  });
+
+  it('reads the names again after the cache time or forget(), and asks for the endpoints every time', async () => {
+    const { uow, reads } = await manyApps(3);
+    const processes = new FakeEndpoints();
+    let now = 0;
+    const table = new PlatformRouteTable(uow, 'apps.test', processes, { cacheMs: 1000, now: () => now });
+    await table.list();
+    await uow.repositories.domains.delete('www.app-1.example');
+    processes.byApp.set('app-1', [{ host: '127.0.0.1', port: 20001 }]);
+
+    const cached = new Map(await table.list());
+    expect(cached.get('www.app-1.example')).toEqual({ app: 'app-1', targets: [{ host: '127.0.0.1', port: 20001 }] });
+    expect(reads['domains.list']).toBe(1);
+    table.forget();
+    expect(new Map(await table.list()).has('www.app-1.example')).toBe(false);
+    now = 1000;
+    await table.list();
+    expect(reads['domains.list']).toBe(3);
+  });
+
+  it('gives the very same listing again while nothing changed, and a new one once an app\'s processes change', async () => {
+    const { uow, reads } = await manyApps(3);
+    const processes = new FakeEndpoints();
+    const table = new PlatformRouteTable(uow, 'apps.test', processes);
+    const first = await table.list();
+
+    expect(await table.list()).toBe(first);
+    processes.byApp.set('app-2', [{ host: '127.0.0.1', port: 20002 }]);
+    const second = await table.list();
+    expect(second).not.toBe(first);
+    expect(new Map(second).get('www.app-2.example')).toEqual({ app: 'app-2', targets: [{ host: '127.0.0.1', port: 20002 }] });
+    expect(await table.list()).toBe(second);
+    expect(reads['domains.list']).toBe(1);
+  });
+
+  it('marks the names that redirect to HTTPS, asking only about the apps that redirect at all', async () => {
+    const { uow } = await manyApps(3);
+    const asked: string[] = [];
+    const table = new PlatformRouteTable(uow, 'apps.test', new FakeEndpoints(), {
+      redirects: { execute: async (app, host) => (asked.push(host), host === 'www.app-1.example') },
+      redirectingApps: async () => ['app-1'],
+    });
+
+    const listed = new Map(await table.list());
+
+    expect(listed.get('www.app-1.example')).toEqual({ app: 'app-1', httpsRedirect: true, targets: [] });
+    expect(listed.get('app-1.apps.test')).toEqual({ app: 'app-1', targets: [] });
+    expect(listed.get('www.app-2.example')).toEqual({ app: 'app-2', targets: [] });
+    expect(asked.sort()).toEqual(['app-1.apps.test', 'www.app-1.example']);
+  });
+
+  it('leaves out the containers being stopped', async () => {
+    const leaving = new LeavingContainers();
+    const processes = {
+      endpoints: () => [
+        { host: '10.0.0.2', port: 5000, id: 'c1' },
+        { host: '10.0.0.3', port: 5000, id: 'c2' },
+      ],
+    };
+    const table = new PlatformRouteTable(await store(), 'apps.test', processes, {}, leaving);
+    leaving.ids.add('c1');
+
+    expect(new Map(await table.list()).get('myapp.apps.test')).toEqual({ app: 'myapp', targets: [{ host: '10.0.0.3', port: 5000 }] });
+  });
+});
+
+describe('DrainingScheduler', () => {
+  it('says it takes as many concurrent starts as the scheduler it wraps, and none when that one does not say', () => {
+    const engine = new FakeScheduler();
+    engine.concurrentStarts = 16;
+
+    expect(new DrainingScheduler(engine, new LeavingContainers()).concurrentStarts).toBe(16);
+    expect(new DrainingScheduler(new FakeScheduler(), new LeavingContainers()).concurrentStarts).toBeUndefined();
   });
 });
 

@@ -88,5 +88,7 @@ export interface TlsStore {
   /** Stores the account key unless one is stored already; returns the one stored. */
   saveAccount(directory: string, sealedKey: string, created: Date): Promise<string>;
   httpsRedirect(app: string): Promise<boolean>;
+  /** The apps whose plain HTTP requests are redirected to HTTPS, in one read (the router's listing of every route). */
+  httpsRedirectApps(): Promise<string[]>;
   setHttpsRedirect(app: string, on: boolean): Promise<void>;
 }

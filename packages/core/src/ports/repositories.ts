@@ -138,6 +138,8 @@ export interface DomainRepository {
   create(domain: Domain): Promise<void>;
   delete(domain: string): Promise<void>;
   listForApp(app: string, slice: Slice): Promise<Page<Domain>>;
+  /** Every domain of every app, paged with the count (the router's listing of every route). */
+  list(slice: Slice): Promise<Page<Domain>>;
 }
 
 /** SSH public keys. Lists are ordered by id. */

@@ -71,6 +71,13 @@ export interface Scheduler {
    *   publishing transaction, and stopping them must leave the replaced containers serving.
    */
   rollType?(specs: ContainerSpec[], replacing: string[]): Promise<Map<string, ContainerState>>;
+  /**
+   * Optional: how many `start`s of one app's containers the scheduler takes at once (absent:
+   * one after the other). An engine whose starts mostly wait on it (adopting a container that
+   * still runs, a health check) says more, and RestoreContainers starts that many at a time
+   * (at most RESTORE_CONCURRENCY) when the controller comes back.
+   */
+  readonly concurrentStarts?: number;
 }
 
 /** Receives the entries appended to an app's log, oldest first; it should return quickly. */

@@ -29,6 +29,8 @@ const injected = (method: string) => (): Error => new Error(`Scheduler ${method}
  * nothing.
  */
 export class FakeScheduler implements Scheduler {
+  /** How many starts it says it takes at once (see Scheduler.concurrentStarts); absent: one after the other. */
+  concurrentStarts?: number;
   /** Every call received, oldest first. */
   readonly calls: SchedulerCall[] = [];
   private readonly containers = new Map<string, RunningContainer>();

@@ -31,6 +31,16 @@ export class MemoryDomains implements DomainRepository {
       .sort((a, b) => compare(a.domain, b.domain));
     return page(rows, slice);
   }
+
+  async list(slice: Slice): Promise<Page<Domain>> {
+    return page(
+      this.c
+        .read()
+        .domains.values()
+        .sort((a, b) => compare(a.domain, b.domain)),
+      slice,
+    );
+  }
 }
 
 export class MemoryKeys implements KeyRepository {

@@ -77,6 +77,10 @@ export class InMemoryTlsStore implements TlsStore {
     return this.redirects.has(app);
   }
 
+  async httpsRedirectApps(): Promise<string[]> {
+    return [...this.redirects].sort();
+  }
+
   async setHttpsRedirect(app: string, on: boolean): Promise<void> {
     if (on) this.redirects.add(app);
     else this.redirects.delete(app);

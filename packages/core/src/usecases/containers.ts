@@ -4,6 +4,7 @@ import type { Page, PageRequest } from '../model/pagination';
 import { assertPageExists, sliceOf } from '../model/pagination';
 import type { Repositories } from '../ports/repositories';
 import { PROCESS_TYPE_PATTERN } from '../rules/config';
+import { mapConcurrently } from '../rules/concurrency';
 import { FieldErrorCollector, isPlainObject, toInteger } from '../rules/fields';
 import { RELEASE_NOT_SCALABLE, RELEASE_PROCESS_TYPE, runnableTypes } from '../rules/releases';
 import { loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
@@ -177,6 +178,8 @@ export class RestartContainers {
 
 /** How many apps RestoreContainers reads at a time. */
 export const RESTORE_PAGE_SIZE = 100;
+/** How many of an app's containers RestoreContainers starts at once at most (as many as the scheduler's `concurrentStarts`). */
+export const RESTORE_CONCURRENCY = 16;
 
 /** The source of the lines RestoreContainers writes to an app's log. */
 const RESTORE_LOG_SOURCE = 'svc[scheduler]';
@@ -191,7 +194,8 @@ export class RestoreContainers {
   /**
    * For every app: deletes the leftover records of one-off `run` containers and starts each
    * other recorded container on the app's current release, with its recorded id, type and
-   * number, recording the state the scheduler reports. A container that fails to start is
+   * number (several of an app's at once when the scheduler takes concurrent starts), recording the state the
+   * scheduler reports. A container that fails to start is
    * recorded `error` and the reason is written to the app's log; nothing is thrown for it.
    * Each app is restored under its deploy lease, with no transaction open while the
    * scheduler starts containers.
@@ -230,18 +234,23 @@ export class RestoreContainers {
           state = null;
         }
         if (state !== null) {
-          for (const container of recorded) {
-            const spec = containerSpec(app, state, container.type, container.num, container.uuid);
-            let containerState: Container['state'];
+          const release = state;
+          // On an engine each start mostly waits (adopting a container that still runs): a few at a
+          // time, as the scheduler allows, so that a restart with hundreds of containers does not add the waits up.
+          const lanes = Math.min(RESTORE_CONCURRENCY, Math.max(1, this.deps.scheduler.concurrentStarts ?? 1));
+          const outcomes = await mapConcurrently(recorded, lanes, async (container) => {
+            const spec = containerSpec(app, release, container.type, container.num, container.uuid);
             try {
-              containerState = await this.deps.scheduler.start(spec);
-              restored++;
+              return { state: await this.deps.scheduler.start(spec), failure: null };
             } catch (error) {
-              containerState = 'error';
-              failures.push(`failed to restore ${container.type}.${container.num}: ${reasonOf(error)}`);
+              return { state: 'error' as const, failure: `failed to restore ${container.type}.${container.num}: ${reasonOf(error)}` };
             }
-            states.push({ uuid: container.uuid, state: containerState, updated: this.deps.clock.now() });
-          }
+          });
+          outcomes.forEach((outcome, i) => {
+            if (outcome.failure === null) restored++;
+            else failures.push(outcome.failure);
+            states.push({ uuid: (recorded[i] as Container).uuid, state: outcome.state, updated: this.deps.clock.now() });
+          });
         }
         await this.deps.uow.transaction(async (tx) => {
           await lease.publish(tx);

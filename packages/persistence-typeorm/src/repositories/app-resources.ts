@@ -251,4 +251,11 @@ export class TypeOrmDomainRepository implements DomainRepository {
       return { count, items: rows.map(toDomain) };
     });
   }
+
+  list(slice: Slice): Promise<Page<Domain>> {
+    return this.session.read(async (manager) => {
+      const [rows, count] = await manager.findAndCount(this.session.schemas.domains, { order: { domain: 'ASC' }, skip: slice.offset, take: slice.limit });
+      return { count, items: rows.map(toDomain) };
+    });
+  }
 }

@@ -402,6 +402,22 @@ export function describeDomains(uow: () => UnitOfWork): void {
       expect(page).toEqual({ count: 4, items: all.items.slice(2) });
     });
 
+    it("list returns every app's domains ordered by domain, paged with the count", async () => {
+      const repos = uow().repositories;
+      for (const name of ['www.example.com', 'example.com']) await repos.domains.create(aDomain('myapp', name, 'alice'));
+      await repos.domains.create(aDomain('other', 'aaa.example.net', 'alice'));
+
+      const all = await repos.domains.list(ALL);
+
+      expect(all.count).toBe(3);
+      expect(all.items.map((d) => [d.domain, d.app])).toEqual([
+        ['aaa.example.net', 'other'],
+        ['example.com', 'myapp'],
+        ['www.example.com', 'myapp'],
+      ]);
+      expect(await repos.domains.list({ offset: 1, limit: 1 })).toEqual({ count: 3, items: all.items.slice(1, 2) });
+    });
+
     it('delete removes that domain and frees the name', async () => {
       const repos = uow().repositories;
       await repos.domains.create(aDomain('myapp', 'a.example.com', 'alice'));

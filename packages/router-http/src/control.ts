@@ -48,7 +48,13 @@ export class ControlSocket {
   private readonly askTimeoutMs: number;
 
   /** The route table the router's cluster asks: the connected controller. */
-  readonly routes: RouteTable = { resolve: (host, fresh) => this.ask<ResolvedRoute | null>((id) => ({ t: 'resolve', id, host, fresh: fresh === true })) };
+  readonly routes: RouteTable = {
+    resolve: (host, fresh) => this.ask<ResolvedRoute | null>((id) => ({ t: 'resolve', id, host, fresh: fresh === true })),
+    // Every route, so that the workers hold them all before traffic asks (a controller that cannot list answers an error: names are then looked up one by one).
+    list: () => this.ask<Array<[string, ResolvedRoute]>>((id) => ({ t: 'list', id })),
+  };
+  /** The listing the connected controller sent last: the one it means by `same` (the very same array, so the route cache skips comparing it). */
+  private listing: Array<[string, ResolvedRoute]> | null = null;
   /** The certificates, from the connected controller. */
   readonly certificates: CertificateStore = { find: (name) => this.ask<ServedCertificate | null>((id) => ({ t: 'find', id, name })) };
   /** The ACME challenge answers, from the connected controller (null when it has none). */
@@ -116,6 +122,8 @@ export class ControlSocket {
     const previous = this.current;
     const connection = { socket, ready: false };
     this.current = connection;
+    // A listing is `same` only to the connection that sent it.
+    this.listing = null;
     if (previous !== null) {
       this.options.logger.warn({}, 'another controller connected: it replaces the one before');
       // Told so, the one before does not connect again (two controllers would take turns).
@@ -153,6 +161,10 @@ export class ControlSocket {
         break;
       case 'resolved':
         this.settle(message.id, message.route, message.error);
+        break;
+      case 'listed':
+        if (message.routes !== undefined) this.listing = message.routes;
+        this.settle(message.id, message.routes ?? (message.same === true ? (this.listing ?? undefined) : undefined), message.error);
         break;
       case 'found':
         this.settle(message.id, message.certificate, message.error);

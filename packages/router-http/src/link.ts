@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { connect, type Socket } from 'node:net';
 import { readLines, writeLine } from './control-lines';
-import type { CertificateStore, ChallengeStore, RequestObserver, RouteTable, RouterLogger } from './ports';
+import type { CertificateStore, ChallengeStore, RequestObserver, ResolvedRoute, RouteTable, RouterLogger } from './ports';
 import type { FromController, ToController } from './protocol';
 
 /** Options of RouterLink. */
@@ -42,6 +42,8 @@ export class RouterLink {
   private readonly syncs = new Map<number, () => void>();
   private readonly logger: RouterLogger;
   private retry: ReturnType<typeof setTimeout> | null = null;
+  /** The listing last sent on each connection (a new connection is sent the whole listing again). */
+  private readonly sentListing = new WeakMap<Socket, ReadonlyArray<[string, ResolvedRoute]>>();
 
   constructor(private readonly options: RouterLinkOptions) {
     this.logger = options.logger ?? silentLogger;
@@ -163,6 +165,25 @@ export class RouterLink {
           (error: unknown) => writeLine(socket, { t: 'resolved', id: message.id, error: messageOf(error) } satisfies FromController),
         );
         break;
+      case 'list': {
+        const table = this.options.routes;
+        if (table.list === undefined) {
+          writeLine(socket, { t: 'listed', id: message.id, error: 'this controller\'s route table cannot list its routes' } satisfies FromController);
+          break;
+        }
+        table.list().then(
+          (routes) => {
+            // The table gives the very same listing while nothing changed: said in one word, not sent again.
+            if (routes === this.sentListing.get(socket)) writeLine(socket, { t: 'listed', id: message.id, same: true } satisfies FromController);
+            else {
+              this.sentListing.set(socket, routes);
+              writeLine(socket, { t: 'listed', id: message.id, routes } satisfies FromController);
+            }
+          },
+          (error: unknown) => writeLine(socket, { t: 'listed', id: message.id, error: messageOf(error) } satisfies FromController),
+        );
+        break;
+      }
       case 'find':
         (this.options.certificates?.find(message.name) ?? Promise.resolve(null)).then(
           (certificate) => writeLine(socket, { t: 'found', id: message.id, certificate } satisfies FromController),

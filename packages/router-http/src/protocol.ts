@@ -61,10 +61,19 @@ export type FromWorker =
 export type ToController =
   | { t: 'hello'; http: number | null; https: number | null }
   | { t: 'replaced' }
+  /** Every route of the controller's table (RouteTable.list), for the router to hold before traffic asks. */
+  | { t: 'list'; id: number }
   | Extract<FromWorker, { t: 'resolve' | 'find' | 'challenge' | 'observed' | 'synced' }>;
 
 /**
  * Messages from a controller to the router process: `ready` once its apps are up (from then
  * on its answers count), the answers, and the workers' own messages to pass on.
  */
-export type FromController = { t: 'ready' } | Extract<ToWorker, { t: 'resolved' | 'found' | 'answered' | 'invalidate' | 'sync' }>;
+export type FromController =
+  | { t: 'ready' }
+  /**
+   * The listing asked for: `routes`, or `same` when it is the listing this connection was sent
+   * last (nothing changed: not sent again), or `error` (none when the table cannot list).
+   */
+  | { t: 'listed'; id: number; routes?: Array<[host: string, route: ResolvedRoute]>; same?: boolean; error?: string }
+  | Extract<ToWorker, { t: 'resolved' | 'found' | 'answered' | 'invalidate' | 'sync' }>;

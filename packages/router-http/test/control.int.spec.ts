@@ -87,6 +87,36 @@ describe('ControlSocket and RouterLink: a router process of its own, served by a
     await until(() => observed.some(([app, status]) => app === 'app' && status === 200));
   });
 
+  it('passes the controller\'s listing on (the very same array while nothing changed), and refuses it for a table that cannot list', async () => {
+    // A table that lists: the same array again while nothing changed, as PlatformRouteTable gives.
+    const listed: Array<[string, { app: string; targets: Array<{ host: string; port: number }> }]> = [['app.test', { app: 'app', targets: [upstream.target] }]];
+    let listing = listed;
+    const listingTable = Object.assign(new FakeRouteTable(), { list: async () => listing });
+    const controller = link(listingTable);
+    await controller.listen(8080, '0.0.0.0');
+    await controller.serve();
+
+    const first = await (control.routes.list as NonNullable<typeof control.routes.list>)();
+    expect(first).toEqual(listed);
+    const again = await (control.routes.list as NonNullable<typeof control.routes.list>)();
+    // Not sent twice: the router gets back the very array it holds, which its route cache does not compare again.
+    expect(again).toBe(first);
+
+    listing = [...listed, ['new.test', { app: 'new', targets: [upstream.target] }]];
+    const changed = await (control.routes.list as NonNullable<typeof control.routes.list>)();
+    expect(changed.map(([host]) => host)).toEqual(['app.test', 'new.test']);
+    expect(changed).not.toBe(first);
+
+    // A controller whose table cannot list: the router is told so, and looks names up one by one.
+    await controller.close();
+    const plain = link();
+    await plain.listen(8080, '0.0.0.0');
+    await plain.serve();
+    await until(() => control.serving);
+    await expect((control.routes.list as NonNullable<typeof control.routes.list>)()).rejects.toThrow(/cannot list/);
+    await expect(control.routes.resolve('app.test')).resolves.toMatchObject({ app: 'app' });
+  });
+
   it('keeps serving the routes it knows while no controller is connected, answers 503 for a new host name, and takes the next controller\'s routes', async () => {
     const first = link();
     await first.serve();

@@ -122,8 +122,14 @@ describeEngine('the controller on a Docker engine (SCHEDULER=docker)', () => {
     expect(build.status).toBe(201);
     expect(await containers()).toEqual([expect.objectContaining({ type: 'cmd', num: 1, state: 'up', release: 'v2' })]);
     expect(await viaRouter(server.routerPort ?? 0, app)).toEqual({ status: 200, text: 'one\n' });
-    const logs = await alice.api.get(`/v1/apps/${app}/logs/`);
-    expect(logs.text).toContain(`${app}[cmd.1]: serving one as 65534`);
+    // The container's output reaches the log as the engine streams it: its first line may come just after the first answer.
+    const line = `${app}[cmd.1]: serving one as 65534`;
+    let logs = await alice.api.get(`/v1/apps/${app}/logs/`);
+    for (const deadline = Date.now() + 10_000; !logs.text.includes(line) && Date.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      logs = await alice.api.get(`/v1/apps/${app}/logs/`);
+    }
+    expect(logs.text).toContain(line);
     if (TEST_REGISTRY !== null) expect(logs.text).toContain(`pulling image ${images.one}`);
   });
 

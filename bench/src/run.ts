@@ -46,6 +46,11 @@ const LOGIN_DURATION_S = Math.max(DURATION_S, 10);
 /** Only the throughput endpoints whose name contains one of these (comma-separated); all by default. */
 const ENDPOINTS = process.env.BENCH_ENDPOINTS?.split(',') ?? null;
 const POOL_SIZE = 10;
+/**
+ * With BENCH_CPU_PROFILE=<directory>, the controller runs under V8's sampling profiler and
+ * writes a `.cpuprofile` there when it stops (one per database run): where its time goes.
+ */
+const PROFILE_ARGS = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', resolve(process.env.BENCH_CPU_PROFILE)] : [];
 const PASSWORD = 'bench-password-1';
 const SECRET_KEY = 'bench-secret-key-bench-secret-key-0123456789';
 
@@ -247,7 +252,7 @@ async function benchDatabase(kind: Kind, serverUrl: string | undefined): Promise
       DATA_DIR: dataDir,
       DATABASE_URL: scratch?.url ?? '',
       SECRET_KEY,
-    });
+    }, PROFILE_ARGS);
     const { bench: token } = await setUpUsers(servers.controller.url);
     servers.baseline = await startServer('baseline', BASELINE_MAIN, {
       ...common,

@@ -77,9 +77,12 @@ async function writeRelease(
   if (next.creates.build) await tx.builds.create(next.creates.build);
   await tx.releases.create(release);
   const app = locked.id;
-  if (next.creates.config) await journal(tx, deps, actor, { action: 'config.update', app, target: `v${release.version}`, summary: release.summary });
-  if (next.creates.build) await journal(tx, deps, actor, { action: 'build.create', app, target: next.creates.build.uuid, summary: release.summary });
-  await journal(tx, deps, actor, { action: 'release.create', app, target: `v${release.version}`, summary: release.summary });
+  // Read once for the two entries of the release.
+  const hooks = await tx.webhooks.allForApp(app);
+  const { summary } = release;
+  if (next.creates.config) await journal(tx, deps, actor, { action: 'config.update', app, target: `v${release.version}`, summary }, hooks);
+  if (next.creates.build) await journal(tx, deps, actor, { action: 'build.create', app, target: next.creates.build.uuid, summary }, hooks);
+  await journal(tx, deps, actor, { action: 'release.create', app, target: `v${release.version}`, summary }, hooks);
   if (JSON.stringify(structure) === JSON.stringify(locked.structure)) return locked;
   const published = { ...locked, structure, updated: release.created };
   await tx.apps.update(published);

@@ -1,3 +1,4 @@
+import { fstatSync, writeSync } from 'node:fs';
 import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KeyedQueue, LogSubscribers, type LogEntry, type LogListener, type LogStore } from '@svc/core';
@@ -29,7 +30,8 @@ export interface FileLogStoreOptions {
  * subscribers hear of the appends made through this instance.
  *
  * The files of the apps that wrote last stay open for appending (at most `maxOpenFiles`):
- * opening and closing a file for every append cost more than the write itself. Before each
+ * opening and closing a file for every append cost more than the write itself, and the
+ * append itself is written synchronously (see `writeAll`). Before each
  * append the open file is asked for its size (rotation) and whether it still has a name: a
  * file removed behind the store's back (its directory deleted, say) is opened again by its
  * path, so the line lands where `tail` reads, as it would with a file opened every time.
@@ -64,19 +66,19 @@ export class FileLogStore implements LogStore {
     const bytes = Buffer.from(text);
     await this.serial(app, async () => {
       let file = await this.fileOf(app, path);
-      let stats = await file.stat();
+      let stats = fstatSync(file.fd);
       if (stats.nlink === 0) {
         // Removed behind our back since it was opened: write where the path leads now.
         this.forget(app, file);
         file = await this.fileOf(app, path);
-        stats = await file.stat();
+        stats = fstatSync(file.fd);
       }
       if (stats.size > 0 && stats.size + bytes.length > this.maxBytes) {
         this.forget(app, file);
         await rename(path, `${path}.1`);
         file = await this.fileOf(app, path);
       }
-      await writeAll(file, bytes);
+      writeAll(file, bytes);
       // Still inside the app's queue: a listener never hears of a line after a later one.
       this.subscribers.notify(app, entries);
     });
@@ -199,12 +201,14 @@ export class FileLogStore implements LogStore {
   }
 }
 
-/** Writes every byte of `bytes` at the end of the file (a write may take only part of them). */
-async function writeAll(file: FileHandle, bytes: Buffer): Promise<void> {
-  for (let offset = 0; offset < bytes.length; ) {
-    const { bytesWritten } = await file.write(bytes, offset, bytes.length - offset);
-    offset += bytesWritten;
-  }
+/**
+ * Writes every byte of `bytes` at the end of the file (a write may take only part of them).
+ * The size check and the write are synchronous: a few lines into the page cache take a few
+ * microseconds, less than a round trip through the thread pool costs (as SQLite's commits
+ * on the same event loop are).
+ */
+function writeAll(file: FileHandle, bytes: Buffer): void {
+  for (let offset = 0; offset < bytes.length; ) offset += writeSync(file.fd, bytes, offset, bytes.length - offset);
 }
 
 function positive(value: number, name: string): number {

@@ -173,9 +173,11 @@ function throughput(server: ServerProcess, request: RequestSpec, connections: nu
   return measured(server, `${request.method} ${request.path} at ${connections} connections`, async () => {
     await runLoad(server.url, request, { connections, durationS: WARMUP_S });
     await settle([server]);
+    const cpuBefore = server.cpuSeconds();
     const result = await runLoad(server.url, request, { connections, durationS });
+    const cpuUs = ((server.cpuSeconds() - cpuBefore) * 1e6) / Math.max(1, result.ok);
     await settle([server]);
-    return result;
+    return { ...result, cpuUs };
   });
 }
 
@@ -349,7 +351,11 @@ async function benchDatabase(kind: Kind, serverUrl: string | undefined): Promise
         const pair = await pairOf(both, (server) => throughput(server, request, connections, seconds), turn++ % 2 === 1);
         const row = { endpoint: name, connections, ...pair, ratio: pair.controller.rps / pair.baseline.rps };
         rows.push(row);
-        log(`${kind}: ${name} x${connections}: ${fmt(row.controller.rps, 0)} vs ${fmt(row.baseline.rps, 0)} req/s (${fmt(row.ratio, 2)})`);
+        const cpu = (side: LoadResult): string => fmt(side.cpuUs ?? Number.NaN, 0);
+        log(
+          `${kind}: ${name} x${connections}: ${fmt(row.controller.rps, 0)} vs ${fmt(row.baseline.rps, 0)} req/s (${fmt(row.ratio, 2)}); ` +
+            `CPU µs per answer ${cpu(row.controller)} vs ${cpu(row.baseline)} (${fmt((row.baseline.cpuUs ?? 0) / (row.controller.cpuUs ?? 1), 2)})`,
+        );
       }
     }
     const memory = {

@@ -86,7 +86,12 @@ export class SqliteConnectionRunner implements SqlRunner {
 
   async rows<T>(statement: Statement, params: readonly unknown[]): Promise<T[]> {
     const values = bindable(params);
-    return this.timed(statement.sqlite, params, (prepared) => prepared.all(...values) as T[]);
+    // A statement that returns nothing (an INSERT without RETURNING) has no rows, as through TypeORM.
+    return this.timed(statement.sqlite, params, (prepared) => {
+      if (prepared.reader) return prepared.all(...values) as T[];
+      prepared.run(...values);
+      return [];
+    });
   }
 
   async run(statement: Statement, params: readonly unknown[]): Promise<void> {

@@ -223,7 +223,53 @@ async function listReleases(store: Store, app: string, page: number): Promise<{ 
 
 const CONFIG_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
-async function setConfig(store: Store, caller: Caller, id: string, body: Record<string, unknown>): Promise<{ version: number; config: Row }> {
+const EVENT_COLUMNS = '"uuid", "created", "actor", "action", "app", "target", "summary", "request_id", "address"';
+const HOOK_COLUMNS = '"uuid", "app", "owner", "url", "events", "sealed_secret", "created"';
+
+/** Who sent a request, as the audit journal records it. */
+interface RequestTrace {
+  id: string;
+  address: string;
+}
+
+/**
+ * The audit journal's two entries of a config change (`config.update`, `release.create`), in
+ * its transaction as the controller writes them: on PostgreSQL under the journal's advisory
+ * lock with one NOTIFY, and the app's webhooks read for the deliveries to queue (none
+ * subscribe here).
+ */
+async function journalConfigChange(
+  tx: Queries,
+  dialect: Store['dialect'],
+  change: { app: string; actor: string; version: number; summary: string; at: unknown },
+  request: RequestTrace,
+): Promise<void> {
+  const postgres = dialect === 'postgres';
+  if (postgres) await tx.all('SELECT pg_advisory_xact_lock(7348201)', []);
+  await tx.all(`SELECT ${HOOK_COLUMNS} FROM "webhooks" WHERE "app" = ? ORDER BY "created", "uuid"`, [change.app]);
+  for (const action of ['config.update', 'release.create']) {
+    await tx.run(`INSERT INTO "events" (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, [
+      randomUUID(),
+      change.at,
+      change.actor,
+      action,
+      change.app,
+      `v${change.version}`,
+      change.summary,
+      request.id,
+      request.address,
+    ]);
+  }
+  if (postgres) await tx.all("SELECT pg_notify('svc_events', '')", []);
+}
+
+async function setConfig(
+  store: Store,
+  caller: Caller,
+  id: string,
+  body: Record<string, unknown>,
+  request: RequestTrace,
+): Promise<{ version: number; config: Row }> {
   const values = body.values ?? {};
   if (typeof values !== 'object' || values === null || Array.isArray(values)) throw new Answer(400, { values: ['Expected a dictionary.'] });
   const changes = values as Record<string, unknown>;
@@ -271,6 +317,7 @@ async function setConfig(store: Store, caller: Caller, id: string, body: Record<
       at,
       at,
     ]);
+    await journalConfigChange(tx, store.dialect, { app: app.id as string, actor: owner, version, summary, at }, request);
     // A release without a build has nothing to run: its app's containers go.
     const containers = await tx.all(`SELECT "uuid" FROM "containers" WHERE "app" = ? AND "type" <> 'run' ORDER BY "created", "type", "num", "uuid"`, [id]);
     for (const container of containers) await tx.run('DELETE FROM "containers" WHERE "uuid" = ?', [container.uuid]);
@@ -377,7 +424,8 @@ async function handle(store: Store, req: IncomingMessage, res: ServerResponse): 
     return send(res, 200, envelope(count, page, req.headers.host ?? 'localhost', path, rows.map(presentRelease)));
   }
   if (parts.length === 5 && parts[4] === 'config' && method === 'POST') {
-    const { version, config } = await setConfig(store, caller, id, await readJson(req));
+    const request = { id: randomUUID(), address: req.socket.remoteAddress ?? '' };
+    const { version, config } = await setConfig(store, caller, id, await readJson(req), request);
     return send(
       res,
       201,
@@ -392,7 +440,7 @@ async function handle(store: Store, req: IncomingMessage, res: ServerResponse): 
         created: timestamp(config.created),
         updated: timestamp(config.updated),
       },
-      { 'Svc-Release': `v${version}`, 'X-Svc-Release': `v${version}` },
+      { 'Svc-Release': `v${version}`, 'X-Svc-Release': `v${version}`, 'X-Request-Id': request.id },
     );
   }
   throw new Answer(404, { detail: 'Not found.' });

@@ -35,6 +35,11 @@ export interface LoadResult {
   p50: number;
   p99: number;
   mean: number;
+  /**
+   * CPU time the server process used per 2xx answer, in µs (throughput runs only; not the
+   * database server's). On a shared machine it moves less than requests per second.
+   */
+  cpuUs?: number;
 }
 
 function percentile(sorted: Float64Array, p: number): number {

@@ -96,9 +96,9 @@ interface Incarnation {
   output: () => string;
 }
 
-async function spawnServer(script: string, env: Record<string, string>): Promise<Incarnation> {
+async function spawnServer(script: string, env: Record<string, string>, nodeArgs: readonly string[]): Promise<Incarnation> {
   const port = await freePort();
-  const child = spawn(process.execPath, [script], {
+  const child = spawn(process.execPath, [...nodeArgs, script], {
     env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -133,8 +133,13 @@ async function stopChild({ child, exited }: Incarnation): Promise<void> {
  * Starts `node <script>` with `env` on a free port (passed as PORT), waits until
  * `/healthz` answers, and samples its resident memory every 100 ms.
  */
-export async function startServer(name: string, script: string, env: Record<string, string>): Promise<ServerProcess> {
-  let current = await spawnServer(script, env);
+export async function startServer(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  nodeArgs: readonly string[] = [],
+): Promise<ServerProcess> {
+  let current = await spawnServer(script, env, nodeArgs);
   let sampledPeak = 0;
   let earlierPeak = 0;
   const sampler = setInterval(() => {
@@ -167,7 +172,7 @@ export async function startServer(name: string, script: string, env: Record<stri
     async restart() {
       earlierPeak = Math.max(earlierPeak, readStatus(current.pid).peakMiB || 0);
       await stopChild(current);
-      current = await spawnServer(script, env);
+      current = await spawnServer(script, env, nodeArgs);
     },
     async stop() {
       clearInterval(sampler);

@@ -46,6 +46,11 @@ const LOGIN_DURATION_S = Math.max(DURATION_S, 10);
 /** Only the throughput endpoints whose name contains one of these (comma-separated); all by default. */
 const ENDPOINTS = process.env.BENCH_ENDPOINTS?.split(',') ?? null;
 const POOL_SIZE = 10;
+/**
+ * With BENCH_CPU_PROFILE=<directory>, the controller runs under V8's sampling profiler and
+ * writes a `.cpuprofile` there when it stops (one per database run): where its time goes.
+ */
+const PROFILE_ARGS = process.env.BENCH_CPU_PROFILE ? ['--cpu-prof', '--cpu-prof-dir', resolve(process.env.BENCH_CPU_PROFILE)] : [];
 const PASSWORD = 'bench-password-1';
 const SECRET_KEY = 'bench-secret-key-bench-secret-key-0123456789';
 
@@ -168,9 +173,11 @@ function throughput(server: ServerProcess, request: RequestSpec, connections: nu
   return measured(server, `${request.method} ${request.path} at ${connections} connections`, async () => {
     await runLoad(server.url, request, { connections, durationS: WARMUP_S });
     await settle([server]);
+    const cpuBefore = server.cpuSeconds();
     const result = await runLoad(server.url, request, { connections, durationS });
+    const cpuUs = ((server.cpuSeconds() - cpuBefore) * 1e6) / Math.max(1, result.ok);
     await settle([server]);
-    return result;
+    return { ...result, cpuUs };
   });
 }
 
@@ -247,7 +254,7 @@ async function benchDatabase(kind: Kind, serverUrl: string | undefined): Promise
       DATA_DIR: dataDir,
       DATABASE_URL: scratch?.url ?? '',
       SECRET_KEY,
-    });
+    }, PROFILE_ARGS);
     const { bench: token } = await setUpUsers(servers.controller.url);
     servers.baseline = await startServer('baseline', BASELINE_MAIN, {
       ...common,
@@ -344,7 +351,11 @@ async function benchDatabase(kind: Kind, serverUrl: string | undefined): Promise
         const pair = await pairOf(both, (server) => throughput(server, request, connections, seconds), turn++ % 2 === 1);
         const row = { endpoint: name, connections, ...pair, ratio: pair.controller.rps / pair.baseline.rps };
         rows.push(row);
-        log(`${kind}: ${name} x${connections}: ${fmt(row.controller.rps, 0)} vs ${fmt(row.baseline.rps, 0)} req/s (${fmt(row.ratio, 2)})`);
+        const cpu = (side: LoadResult): string => fmt(side.cpuUs ?? Number.NaN, 0);
+        log(
+          `${kind}: ${name} x${connections}: ${fmt(row.controller.rps, 0)} vs ${fmt(row.baseline.rps, 0)} req/s (${fmt(row.ratio, 2)}); ` +
+            `CPU µs per answer ${cpu(row.controller)} vs ${cpu(row.baseline)} (${fmt((row.baseline.cpuUs ?? 0) / (row.controller.cpuUs ?? 1), 2)})`,
+        );
       }
     }
     const memory = {

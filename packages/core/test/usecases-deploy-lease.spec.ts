@@ -312,3 +312,77 @@ describe('jittered', () => {
   });
 });
 
+
+describe('config changes that start no container', () => {
+  it('of an app without a build are made in one transaction, which holds the lease and leaves none', async () => {
+    const world = new World();
+    const alice = await world.actor('alice');
+    await world.app(alice, 'plain');
+    const transaction = jest.spyOn(world.uow, 'transaction');
+
+    const published = await world.useCases.setConfig.execute(alice, 'plain', { values: { A: '1' } });
+
+    expect(transaction).toHaveBeenCalledTimes(1);
+    expect(published.release.version).toBe(2);
+    expect(published.config.values).toEqual({ A: '1' });
+    expect(world.releaseVersions('plain')).toEqual([1, 2]);
+    expect(await world.uow.repositories.deploys.list()).toEqual([]);
+    expect((await world.logs.tail('plain', 1)).map((e) => e.message)).toEqual([published.release.summary]);
+  });
+
+  it('of an app whose containers run, take the lease outside the transaction and restart them as before', async () => {
+    const world = new World();
+    const alice = await world.actor('alice');
+    await world.deployedApp(alice, 'busy');
+
+    const published = await world.useCases.setConfig.execute(alice, 'busy', { values: { A: '1' } });
+
+    expect(published.release.version).toBe(3);
+    expect(world.runningContainers('busy')).toEqual(['web.1@v3']);
+    expect(await world.uow.repositories.deploys.list()).toEqual([]);
+  });
+
+  it('that fail inside the transaction leave nothing written: no release, no config, no journal entry, no lease', async () => {
+    const world = new World();
+    const alice = await world.actor('alice');
+    await world.app(alice, 'plain');
+    const before = world.uow.snapshot();
+    const stale = { ...alice, request: { id: 'r', address: '', ifMatch: '"not-the-current-config"' } };
+
+    const error = await rejectionOf(world.useCases.setConfig.execute(stale, 'plain', { values: { A: '1' } }));
+
+    expect(error.code).toBe('REQUEST.PRECONDITION_FAILED');
+    expect(world.uow.snapshot()).toEqual(before);
+  });
+
+  it('wait while another controller process holds the app lease, then publish once it is gone', async () => {
+    const world = new World();
+    const alice = await world.actor('alice');
+    await world.app(alice, 'plain');
+    await world.uow.repositories.deploys.insert(aLease(world, 'plain'));
+
+    const waiting = tracked(world.useCases.setConfig.execute(alice, 'plain', { values: { A: '1' } }));
+    await settle();
+    world.clock.advance(300);
+    await settle();
+    expect(waiting.settled()).toBe(false);
+    expect(world.releaseVersions('plain')).toEqual([1]);
+    await world.uow.repositories.deploys.remove('plain', 'dead-controller');
+    world.clock.advance(300);
+
+    expect((await waiting.promise).release.version).toBe(2);
+    expect(world.releaseVersions('plain')).toEqual([1, 2]);
+    expect(await world.uow.repositories.deploys.list()).toEqual([]);
+  });
+
+  it('in one transaction keep the order of concurrent changes and contiguous versions', async () => {
+    const world = new World();
+    const alice = await world.actor('alice');
+    await world.app(alice, 'plain');
+
+    const results = await Promise.all([1, 2, 3, 4].map((n) => world.useCases.setConfig.execute(alice, 'plain', { values: { [`K${n}`]: `${n}` } })));
+
+    expect(results.map((r) => r.release.version)).toEqual([2, 3, 4, 5]);
+    expect(results[3]?.config.values).toEqual({ K1: '1', K2: '2', K3: '3', K4: '4' });
+  });
+});

@@ -1,4 +1,5 @@
-import { appendFile, mkdir, rename, rm, stat } from 'node:fs/promises';
+import { fstatSync, writeSync } from 'node:fs';
+import { mkdir, open, rename, rm, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KeyedQueue, LogSubscribers, type LogEntry, type LogListener, type LogStore } from '@svc/core';
 import { formatLine, parseLine } from './line-format';
@@ -7,6 +8,7 @@ import { isNotFound, readLastLines } from './read-last-lines';
 const APP_NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/;
 const DEFAULT_MAX_BYTES = 8 * 1024 * 1024;
 const DEFAULT_CHUNK_BYTES = 64 * 1024;
+const DEFAULT_MAX_OPEN_FILES = 64;
 
 /** Options of FileLogStore. */
 export interface FileLogStoreOptions {
@@ -14,6 +16,8 @@ export interface FileLogStoreOptions {
   maxBytesPerApp?: number;
   /** Size of the chunks `tail` reads backwards. Default 64 KiB. */
   readChunkBytes?: number;
+  /** How many apps' log files are kept open for appending at most (the least recently written are closed). Default 64. */
+  maxOpenFiles?: number;
 }
 
 /**
@@ -24,12 +28,22 @@ export interface FileLogStoreOptions {
  * app keeps between one and two files' worth of lines. Operations on one app run one at
  * a time within this process; the directory must not be shared by two processes, and
  * subscribers hear of the appends made through this instance.
+ *
+ * The files of the apps that wrote last stay open for appending (at most `maxOpenFiles`):
+ * opening and closing a file for every append cost more than the write itself, and the
+ * append itself is written synchronously (see `writeAll`). Before each
+ * append the open file is asked for its size (rotation) and whether it still has a name: a
+ * file removed behind the store's back (its directory deleted, say) is opened again by its
+ * path, so the line lands where `tail` reads, as it would with a file opened every time.
  */
 export class FileLogStore implements LogStore {
   private readonly maxBytes: number;
   private readonly chunkBytes: number;
   private readonly queue = new KeyedQueue();
   private readonly subscribers = new LogSubscribers();
+  private readonly maxOpen: number;
+  /** The open files by app, least recently written first. Used and closed only in their app's queue. */
+  private readonly files = new Map<string, FileHandle>();
   private directoryReady: Promise<unknown> | null = null;
 
   constructor(
@@ -38,6 +52,7 @@ export class FileLogStore implements LogStore {
   ) {
     this.maxBytes = positive(options.maxBytesPerApp ?? DEFAULT_MAX_BYTES, 'maxBytesPerApp');
     this.chunkBytes = positive(options.readChunkBytes ?? DEFAULT_CHUNK_BYTES, 'readChunkBytes');
+    this.maxOpen = positive(options.maxOpenFiles ?? DEFAULT_MAX_OPEN_FILES, 'maxOpenFiles');
   }
 
   /**
@@ -48,19 +63,22 @@ export class FileLogStore implements LogStore {
     const path = this.pathOf(app);
     const text = entries.map(formatLine).join('');
     if (text === '') return;
+    const bytes = Buffer.from(text);
     await this.serial(app, async () => {
-      const size = await sizeOf(path);
-      if (size > 0 && size + Buffer.byteLength(text) > this.maxBytes) await rename(path, `${path}.1`);
-      await this.ensureDirectory();
-      try {
-        await appendFile(path, text);
-      } catch (error) {
-        if (!isNotFound(error)) throw error;
-        // The directory was removed behind our back since it was created: create it again.
-        this.directoryReady = null;
-        await this.ensureDirectory();
-        await appendFile(path, text);
+      let file = await this.fileOf(app, path);
+      let stats = fstatSync(file.fd);
+      if (stats.nlink === 0) {
+        // Removed behind our back since it was opened: write where the path leads now.
+        this.forget(app, file);
+        file = await this.fileOf(app, path);
+        stats = fstatSync(file.fd);
       }
+      if (stats.size > 0 && stats.size + bytes.length > this.maxBytes) {
+        this.forget(app, file);
+        await rename(path, `${path}.1`);
+        file = await this.fileOf(app, path);
+      }
+      writeAll(file, bytes);
       // Still inside the app's queue: a listener never hears of a line after a later one.
       this.subscribers.notify(app, entries);
     });
@@ -89,6 +107,8 @@ export class FileLogStore implements LogStore {
   async remove(app: string): Promise<void> {
     const path = this.pathOf(app);
     await this.serial(app, async () => {
+      const file = this.files.get(app);
+      if (file !== undefined) this.forget(app, file);
       await rm(path, { force: true });
       await rm(`${path}.1`, { force: true });
     });
@@ -104,6 +124,21 @@ export class FileLogStore implements LogStore {
     return this.subscribers.add(app, listener);
   }
 
+  /** Closes the files kept open, once the appends in flight are written; a later append opens its file again. */
+  async close(): Promise<void> {
+    const open = [...this.files.keys()];
+    await Promise.all(
+      open.map((app) =>
+        this.serial(app, async () => {
+          const file = this.files.get(app);
+          if (file === undefined) return;
+          this.files.delete(app);
+          await file.close();
+        }),
+      ),
+    );
+  }
+
   /** Validates first, so that no name can point outside the directory. */
   private pathOf(app: string): string {
     if (!APP_NAME.test(app)) throw new Error(`Invalid app name for a log file: ${JSON.stringify(app)}`);
@@ -113,6 +148,44 @@ export class FileLogStore implements LogStore {
   /** Runs `operation` after every earlier operation on the same app has settled. */
   private serial<T>(app: string, operation: () => Promise<T>): Promise<T> {
     return this.queue.run(app, operation);
+  }
+
+  /**
+   * The app's log file, open for appending (created, with the directory, when missing); it
+   * becomes the most recently used. Only inside the app's queue.
+   */
+  private async fileOf(app: string, path: string): Promise<FileHandle> {
+    const kept = this.files.get(app);
+    if (kept !== undefined) {
+      this.files.delete(app);
+      this.files.set(app, kept);
+      return kept;
+    }
+    await this.ensureDirectory();
+    let file: FileHandle;
+    try {
+      file = await open(path, 'a');
+    } catch (error) {
+      if (!isNotFound(error)) throw error;
+      // The directory was removed behind our back since it was created: create it again.
+      this.directoryReady = null;
+      await this.ensureDirectory();
+      file = await open(path, 'a');
+    }
+    this.files.set(app, file);
+    for (const [other, handle] of this.files) {
+      if (this.files.size <= this.maxOpen) break;
+      // Closed in its own app's queue, after whatever that app is writing now.
+      this.files.delete(other);
+      void this.serial(other, () => handle.close()).catch(() => undefined);
+    }
+    return file;
+  }
+
+  /** Closes the app's open file and forgets it (inside the app's queue: nothing else uses it). */
+  private forget(app: string, file: FileHandle): void {
+    if (this.files.get(app) === file) this.files.delete(app);
+    file.close().catch(() => undefined);
   }
 
   private ensureDirectory(): Promise<unknown> {
@@ -128,13 +201,14 @@ export class FileLogStore implements LogStore {
   }
 }
 
-async function sizeOf(path: string): Promise<number> {
-  try {
-    return (await stat(path)).size;
-  } catch (error) {
-    if (isNotFound(error)) return 0;
-    throw error;
-  }
+/**
+ * Writes every byte of `bytes` at the end of the file (a write may take only part of them).
+ * The size check and the write are synchronous: a few lines into the page cache take a few
+ * microseconds, less than a round trip through the thread pool costs (as SQLite's commits
+ * on the same event loop are).
+ */
+function writeAll(file: FileHandle, bytes: Buffer): void {
+  for (let offset = 0; offset < bytes.length; ) offset += writeSync(file.fd, bytes, offset, bytes.length - offset);
 }
 
 function positive(value: number, name: string): number {

@@ -6,5 +6,12 @@ import { FileLogStore } from '@svc/logs-file';
 
 describeLogStoreContract('FileLogStore', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'svc-logs-contract-'));
-  return { store: new FileLogStore(dir), close: () => rm(dir, { recursive: true, force: true }) };
+  const store = new FileLogStore(dir);
+  return {
+    store,
+    close: async () => {
+      await store.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 });

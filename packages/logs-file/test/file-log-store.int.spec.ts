@@ -1,8 +1,8 @@
-import { appendFile, mkdtemp, open, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, open, readFile, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LogEntry } from '@svc/core';
-import { FileLogStore } from '@svc/logs-file';
+import { FileLogStore as Store, type FileLogStoreOptions } from '@svc/logs-file';
 
 const T0 = Date.UTC(2026, 10, 21, 10, 0, 0);
 
@@ -17,6 +17,17 @@ async function exists(path: string): Promise<boolean> {
   );
 }
 
+/** Every store a test makes, closed after it: they keep their files open. */
+const made: Store[] = [];
+
+/** A FileLogStore that the test's end closes. */
+class FileLogStore extends Store {
+  constructor(directory: string, options?: FileLogStoreOptions) {
+    super(directory, options);
+    made.push(this);
+  }
+}
+
 describe('FileLogStore', () => {
   let dir: string;
 
@@ -26,6 +37,7 @@ describe('FileLogStore', () => {
 
   afterEach(async () => {
     jest.restoreAllMocks();
+    await Promise.all(made.splice(0).map((store) => store.close()));
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -72,6 +84,31 @@ describe('FileLogStore', () => {
       await store.append('myapp', [entry(2)]);
 
       expect(await store.tail('myapp', 10)).toEqual([entry(2)]);
+    });
+
+    it('writes to a new file when the open one was deleted behind its back', async () => {
+      const store = new FileLogStore(dir);
+      await store.append('myapp', [entry(1)]);
+      await rm(join(dir, 'myapp.log'));
+
+      await store.append('myapp', [entry(2)]);
+
+      expect(await store.tail('myapp', 10)).toEqual([entry(2)]);
+    });
+
+    it('keeps at most maxOpenFiles files open, and an app whose file was closed appends after its lines', async () => {
+      const store = new FileLogStore(dir, { maxOpenFiles: 2 });
+      const openLogs = async (): Promise<number> => {
+        const links = await readdir('/proc/self/fd').then((fds) => Promise.all(fds.map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => ''))));
+        return links.filter((target) => target.startsWith(dir)).length;
+      };
+      for (const app of ['one', 'two', 'three', 'four']) await store.append(app, [entry(1, app)]);
+      await store.append('one', [entry(2, 'one again')]);
+
+      expect(await openLogs()).toBeLessThanOrEqual(2);
+      expect(await store.tail('one', 10)).toEqual([entry(1, 'one'), entry(2, 'one again')]);
+      await store.close();
+      expect(await openLogs()).toBe(0);
     });
 
     it('ignores an append of no entries', async () => {

@@ -8,7 +8,7 @@ import { MIGRATIONS_TABLE, migrationsFor } from './migrations';
 import { Mutex } from './mutex';
 import { allSchemas, buildSchemas, type Schemas } from './schema';
 import type { Engine } from './session';
-import { PostgresPoolRunner, SLOW_STATEMENT_MS, SqliteConnectionRunner, type SqlRunner } from './sql';
+import { ManagerRunner, PostgresPoolRunner, SLOW_STATEMENT_MS, SqliteConnectionRunner, type SqlRunner, type Statement } from './sql';
 
 /** An engine with the life cycle the database facade drives. */
 export interface ManagedEngine extends Engine {
@@ -158,6 +158,11 @@ export class SqliteEngine implements ManagedEngine {
     return this.inTransaction(statements);
   }
 
+  autonomousStatement(statement: Statement, params: readonly unknown[]): Promise<void> {
+    // The writer connection is the mutex's: the statement waits for the transaction in progress.
+    return this.inTransaction((manager) => new ManagerRunner('sqlite', manager).run(statement, params));
+  }
+
   migrate(): Promise<string[]> {
     return this.mutex.run(() => applyMigrations(this.writer));
   }
@@ -267,6 +272,11 @@ export class PostgresEngine implements ManagedEngine {
   autonomousWrite<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
     // Some writes take more than one statement (deleting a user and its login failures).
     return this.dataSource.transaction(statements);
+  }
+
+  autonomousStatement(statement: Statement, params: readonly unknown[]): Promise<void> {
+    // Any pooled connection, in autocommit: one statement commits alone, atomically.
+    return this.readerSql.run(statement, params);
   }
 
   migrate(): Promise<string[]> {

@@ -2,6 +2,7 @@ import { LogSubscribers, type LogEntry, type LogListener, type LogStore } from '
 import type { EntityManager } from 'typeorm';
 import type { Dialect } from './dialect';
 import type { Session } from './session';
+import { ManagerRunner, statement, writeInstant, type Statement } from './sql';
 
 /** Options of TypeOrmLogStore. */
 export interface TypeOrmLogStoreOptions {
@@ -18,6 +19,24 @@ export const DEFAULT_MAX_LOG_ENTRIES_PER_APP = 50_000;
 
 // Rows per INSERT: four parameters each stays well below both databases' parameter limits.
 const INSERT_CHUNK = 500;
+/** `INSERT` statements of n lines, by n: an append of one line is the usual one. */
+const insertStatements = new Map<number, Statement>();
+
+function insertLines(count: number): Statement {
+  let insert = insertStatements.get(count);
+  if (insert === undefined) {
+    insert = statement(`INSERT INTO "log_entries" ("app", "time", "source", "message") VALUES ${Array.from({ length: count }, () => '(?, ?, ?, ?)').join(', ')}`);
+    // Only the small counts come back often; a long batch's statement is not worth keeping.
+    if (count <= 16) insertStatements.set(count, insert);
+  }
+  return insert;
+}
+
+/** The parameters of one line, in `insertLines`' column order. */
+function lineParams(dialect: Dialect, app: string, entry: LogEntry): unknown[] {
+  return [app, writeInstant(dialect, entry.time), entry.source, entry.message];
+}
+
 /** The default interval of reading an app's new lines while it has subscribers. */
 export const DEFAULT_LOG_POLL_INTERVAL_MS = 1000;
 // New lines read per poll; a full batch is followed at once by the next poll.
@@ -108,23 +127,19 @@ export class TypeOrmLogStore implements LogStore {
     // A subscription's first read fixes the newest line it does not deliver: lines appended
     // here after subscribing wait for it, so they land past that line and are delivered.
     await this.followed.get(app)?.ready;
-    const rows = entries.map((entry) => ({
-      app,
-      time: new Date(entry.time.getTime()),
-      source: entry.source,
-      message: entry.message,
-    }));
-    await this.session.write(async (manager) => {
-      for (let start = 0; start < rows.length; start += INSERT_CHUNK) {
-        await manager
-          .createQueryBuilder()
-          .insert()
-          .into(this.session.schemas.logEntries)
-          .values(rows.slice(start, start + INSERT_CHUNK))
-          .updateEntity(false)
-          .execute();
-      }
-    });
+    const { dialect } = this.session;
+    if (entries.length <= INSERT_CHUNK) {
+      // The usual append (a controller event, a batch of output): one statement, atomic alone.
+      await this.session.writeOne(insertLines(entries.length), entries.flatMap((entry) => lineParams(dialect, app, entry)));
+    } else {
+      await this.session.write(async (manager) => {
+        const runner = new ManagerRunner(dialect, manager);
+        for (let start = 0; start < entries.length; start += INSERT_CHUNK) {
+          const chunk = entries.slice(start, start + INSERT_CHUNK);
+          await runner.run(insertLines(chunk.length), chunk.flatMap((entry) => lineParams(dialect, app, entry)));
+        }
+      });
+    }
     this.wake(app);
     const appended = (this.sincePrune.get(app) ?? 0) + entries.length;
     if (appended < this.pruneEvery) {

@@ -17,6 +17,12 @@ export interface Session {
   /** Runs statements that write, atomically. */
   write<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T>;
   /**
+   * Runs one hand-written statement that writes: inside a transaction as part of it,
+   * otherwise committed on its own (a single statement is atomic by itself, so PostgreSQL
+   * runs it with no BEGIN and COMMIT around it: one round trip instead of three).
+   */
+  writeOne(statement: Statement, params: readonly unknown[]): Promise<void>;
+  /**
    * Runs a write that may violate a constraint, so that its failure does not spoil the
    * surrounding transaction: the caller may catch the error and go on.
    */
@@ -48,6 +54,10 @@ export class TransactionSession implements Session {
 
   write<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
     return guardAvailability(() => statements(this.manager));
+  }
+
+  writeOne(statement: Statement, params: readonly unknown[]): Promise<void> {
+    return guardAvailability(() => this.sql.run(statement, params));
   }
 
   guarded<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
@@ -82,6 +92,8 @@ export interface Engine {
   inTransaction<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T>;
   /** Runs writes outside any transaction of the caller, each atomic. */
   autonomousWrite<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T>;
+  /** Runs one writing statement outside any transaction of the caller, committed on its own. */
+  autonomousStatement(statement: Statement, params: readonly unknown[]): Promise<void>;
 }
 
 /**
@@ -111,6 +123,10 @@ export class AutonomousSession implements Session {
 
   write<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {
     return guardAvailability(() => this.engine.autonomousWrite(statements));
+  }
+
+  writeOne(statement: Statement, params: readonly unknown[]): Promise<void> {
+    return guardAvailability(() => this.engine.autonomousStatement(statement, params));
   }
 
   guarded<T>(statements: (manager: EntityManager) => Promise<T>): Promise<T> {

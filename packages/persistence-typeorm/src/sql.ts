@@ -85,12 +85,25 @@ export class SqliteConnectionRunner implements SqlRunner {
   }
 
   async rows<T>(statement: Statement, params: readonly unknown[]): Promise<T[]> {
-    return this.timed(statement.sqlite, params, (prepared) => prepared.all(...params) as T[]);
+    const values = bindable(params);
+    // A statement that returns nothing (an INSERT without RETURNING) has no rows, as through TypeORM.
+    return this.timed(statement.sqlite, params, (prepared) => {
+      if (prepared.reader) return prepared.all(...values) as T[];
+      prepared.run(...values);
+      return [];
+    });
   }
 
   async run(statement: Statement, params: readonly unknown[]): Promise<void> {
-    this.timed(statement.sqlite, params, (prepared) => prepared.run(...params));
+    const values = bindable(params);
+    // A statement that returns rows (RETURNING) must be stepped through them.
+    this.timed(statement.sqlite, params, (prepared) => (prepared.reader ? prepared.all(...values) : prepared.run(...values)));
   }
+}
+
+/** better-sqlite3 binds no booleans: 1 and 0, as TypeORM passes them. */
+function bindable(params: readonly unknown[]): readonly unknown[] {
+  return params.some((param) => typeof param === 'boolean') ? params.map((param) => (typeof param === 'boolean' ? Number(param) : param)) : params;
 }
 
 /** Statements on pooled PostgreSQL connections, one connection per statement. */
@@ -122,14 +135,40 @@ export class PostgresPoolRunner implements SqlRunner {
   }
 }
 
+/** The runners of SQLite connections that transactions run on, by connection: their statements stay prepared. */
+const transactionRunners = new WeakMap<object, SqliteConnectionRunner>();
+
+/**
+ * The connection of a SQLite transaction's manager, as a runner of prepared statements.
+ * TypeORM's own `query` adds its event broadcasts, logging and result objects to each
+ * statement, several times the cost of running a small one; the connection is the same.
+ */
+function sqliteRunnerOf(manager: EntityManager): SqliteConnectionRunner | null {
+  const driver = manager.connection.driver as unknown as { databaseConnection?: BetterSqlite3.Database };
+  const db = driver.databaseConnection;
+  if (db === undefined || manager.queryRunner === undefined) return null;
+  let runner = transactionRunners.get(db);
+  if (runner === undefined) {
+    const logger = manager.connection.logger;
+    runner = new SqliteConnectionRunner(db, (ms, query) => logger.logQuerySlow(ms, query));
+    transactionRunners.set(db, runner);
+  }
+  return runner;
+}
+
 /** Statements inside a transaction (or another unit) that TypeORM runs for `manager`. */
 export class ManagerRunner implements SqlRunner {
+  private readonly sqlite: SqliteConnectionRunner | null;
+
   constructor(
     private readonly dialect: Dialect,
     private readonly manager: EntityManager,
-  ) {}
+  ) {
+    this.sqlite = dialect === 'sqlite' ? sqliteRunnerOf(manager) : null;
+  }
 
   async rows<T>(statement: Statement, params: readonly unknown[]): Promise<T[]> {
+    if (this.sqlite !== null) return this.sqlite.rows<T>(statement, params);
     const text = statement[this.dialect];
     const runner = this.manager.queryRunner;
     if (runner === undefined) return (await this.manager.query(text, [...params])) as T[];
@@ -138,6 +177,7 @@ export class ManagerRunner implements SqlRunner {
   }
 
   async run(statement: Statement, params: readonly unknown[]): Promise<void> {
+    if (this.sqlite !== null) return this.sqlite.run(statement, params);
     const text = statement[this.dialect];
     const runner = this.manager.queryRunner;
     if (runner === undefined) await this.manager.query(text, [...params]);

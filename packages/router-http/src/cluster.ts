@@ -113,12 +113,16 @@ export class RouterCluster {
   private nextWorker = 1;
   private nextSync = 1;
   private readonly syncs = new Map<string, () => void>();
+  /** Route changes sent to the workers so far, and how many of them every worker had acknowledged at the last completed sync. */
+  private routeMessages = 0;
+  private routeMessagesSynced = 0;
 
   constructor(private readonly options: RouterClusterOptions) {
     if (!Number.isInteger(options.workers) || options.workers < 1) throw new Error('A router cluster needs at least one worker');
     this.logger = options.logger ?? silentLogger;
     this.routes = new RouteCache(options.routes, { refreshMs: options.routeRefreshMs ?? 1000 });
     this.unsubscribe = this.routes.onChange((entries, listed) => {
+      this.routeMessages += 1;
       for (const chunk of chunksOf(entries)) this.broadcast({ t: 'routes', entries: chunk, ...(listed ? { listed } : {}) });
     });
     const limits = options.limits ?? {};
@@ -163,6 +167,10 @@ export class RouterCluster {
   /** Looks the routes in use up again now and pushes what changed to the workers; resolves once every worker has them. */
   async routesChanged(): Promise<void> {
     await this.routes.refresh();
+    // Nothing sent since the workers last acknowledged: they have every route already, and
+    // a round of messages to each of them (after every API write, say) would change nothing.
+    const sent = this.routeMessages;
+    if (sent === this.routeMessagesSynced) return;
     const id = this.nextSync++;
     await Promise.all(
       [...this.workers].map(
@@ -186,6 +194,7 @@ export class RouterCluster {
           }),
       ),
     );
+    this.routeMessagesSynced = Math.max(this.routeMessagesSynced, sent);
   }
 
   /** The process ids of the workers running now. */

@@ -114,15 +114,30 @@ export function refusalLog(logger: Logger, server: string): (reason: 'total' | '
 /**
  * Watches the API's requests: once one that may change routes (any write to an app, its
  * domains, formation or releases, or to certificates) has been answered, the router looks
- * its routes up again (several in a row make one refresh) instead of waiting for its
- * periodic refresh.
+ * its routes up again instead of waiting for its periodic refresh. One refresh runs at a
+ * time: the changes answered while it runs make one more after it, so each change is
+ * followed by a refresh that started after it, and a stream of changes costs the router's
+ * workers one round of messages at a time rather than one per change.
  */
 function routeChangesOf(router: PlatformRouter, routeTable: PlatformRouteTable): (req: IncomingMessage, res: ServerResponse) => void {
   let scheduled: ReturnType<typeof setTimeout> | null = null;
+  let running = false;
+  let again = false;
   const refresh = (): void => {
     scheduled = null;
+    running = true;
     routeTable.forget();
-    router.routesChanged().catch(() => undefined);
+    router
+      .routesChanged()
+      .catch(() => undefined)
+      .finally(() => {
+        running = false;
+        if (again) request();
+      });
+  };
+  const request = (): void => {
+    again = running;
+    if (!running) scheduled ??= setTimeout(refresh, 0);
   };
   return (req, res) => {
     if (req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return;
@@ -132,7 +147,7 @@ function routeChangesOf(router: PlatformRouter, routeTable: PlatformRouteTable):
     res.once('finish', () => {
       if (res.statusCode >= 400) return;
       if (certificates) router.invalidateCertificate();
-      scheduled ??= setTimeout(refresh, 0);
+      request();
     });
   };
 }

@@ -7,18 +7,28 @@ import type { App, Config } from '../model/entities';
  * is the one `POST …/scale/` checks) and its current config.
  */
 
-const FNV_OFFSET = 0xcbf29ce484222325n;
-const FNV_PRIME = 0x100000001b3n;
-const MASK = 0xffffffffffffffffn;
+// FNV-1a's 64-bit offset basis and prime, as 32-bit halves: BigInt arithmetic allocates at
+// every step, and an app's tag is computed for every read of it.
+const OFFSET_HIGH = 0xcbf29ce4;
+const OFFSET_LOW = 0x84222325;
+// The prime 0x100000001b3 is 2^40 + 0x1b3: its high half is 0x100, its low half 0x1b3.
+const PRIME_HIGH = 0x100;
+const PRIME_LOW = 0x1b3;
+const TWO_32 = 0x100000000;
 
 /** FNV-1a, 64 bits, of the UTF-16 code units of `text`, as 16 hex digits. Not a security digest: a change detector. */
 export function fingerprint(text: string): string {
-  let hash = FNV_OFFSET;
+  let high = OFFSET_HIGH;
+  let low = OFFSET_LOW;
   for (let i = 0; i < text.length; i++) {
-    hash ^= BigInt(text.charCodeAt(i));
-    hash = (hash * FNV_PRIME) & MASK;
+    low = (low ^ text.charCodeAt(i)) >>> 0;
+    // (high·2^32 + low) · (PRIME_HIGH·2^32 + PRIME_LOW) mod 2^64; every product stays below
+    // 2^53, so it is exact in a double.
+    const lowProduct = low * PRIME_LOW;
+    high = (high * PRIME_LOW + low * PRIME_HIGH + Math.floor(lowProduct / TWO_32)) >>> 0;
+    low = lowProduct >>> 0;
   }
-  return hash.toString(16).padStart(16, '0');
+  return high.toString(16).padStart(8, '0') + low.toString(16).padStart(8, '0');
 }
 
 /** The strong ETag of an app as it is now: it changes with its owner, structure or update time. */

@@ -1,4 +1,4 @@
-import type { AuditEvent, WebhookDelivery } from '../model/events';
+import type { AuditEvent, Webhook, WebhookDelivery } from '../model/events';
 import type { Repositories } from '../ports/repositories';
 import { presentEvent, resourceOf } from '../rules/events';
 import type { Actor, CoreDependencies } from './context';
@@ -21,13 +21,16 @@ export type ChangeAuthor = Actor | { username: string; request?: Actor['request'
 /**
  * Appends the change to the audit journal through `repos` (the transaction of the change
  * itself, so that both are committed or neither) and queues a delivery of it to every
- * webhook of its app subscribed to its resource.
+ * webhook of its app subscribed to its resource. `webhooks`, when given, are the app's
+ * webhooks as read in that same transaction (a change journaled in several entries reads
+ * them once).
  */
 export async function journal(
   repos: Repositories,
   deps: Pick<CoreDependencies, 'clock' | 'ids'>,
   author: ChangeAuthor,
   change: Change,
+  webhooks?: readonly Webhook[],
 ): Promise<AuditEvent> {
   const now = deps.clock.now();
   const event: AuditEvent = {
@@ -45,7 +48,7 @@ export async function journal(
   if (event.app !== null) {
     const resource = resourceOf(event.action);
     const payload = JSON.stringify(presentEvent(event));
-    for (const webhook of await repos.webhooks.allForApp(event.app)) {
+    for (const webhook of webhooks ?? (await repos.webhooks.allForApp(event.app))) {
       if (!webhook.events.includes(resource)) continue;
       const delivery: WebhookDelivery = {
         uuid: deps.ids.uuid(),

@@ -192,15 +192,79 @@ async function acquire(deps: LeaseDependencies, app: string): Promise<HeldLease>
   }
 }
 
+/** What a change made in one transaction hands back: its result, and what to do once it has committed. */
+export interface CommittedChange<T> {
+  result: T;
+  /** Runs after the commit, still before the app's next change (e.g. stopping replaced containers). */
+  afterCommit(): Promise<void>;
+}
+
+/**
+ * A change that may be made whole in one transaction: it returns null, having written
+ * nothing it wants kept, when it turns out to need the scheduler (containers to start, a
+ * release phase to run); it is then made again under a lease held outside any transaction.
+ */
+export type OneTransactionChange<T> = (tx: Repositories) => Promise<CommittedChange<T> | null>;
+
+/** Thrown inside the transaction to roll back a change that needs the scheduler. */
+class NeedsScheduler extends Error {}
+
+/**
+ * Makes `change` in one transaction that holds the app's deploy lease from its first
+ * statement to its commit: the lease row is inserted first and removed last, in that same
+ * transaction. Nothing of it outlives the transaction, and while it is open another
+ * controller process that tries to take the lease waits for it to end (its insert meets
+ * the uncommitted row; with SQLite there is one writer anyway), then finds the app free and
+ * reads what was committed. The lease rules hold as they do for a lease row of its own:
+ * one change of an app at a time, in the order they get the lease.
+ * @returns null when the app's lease is held by another process (nothing was written: the
+ *   caller takes the lease the usual way, waiting or taking over), or when `change` needs
+ *   the scheduler (rolled back).
+ */
+async function inOneTransaction<T>(deps: LeaseDependencies, app: string, change: OneTransactionChange<T>): Promise<CommittedChange<T> | null> {
+  const holder = deps.ids.uuid();
+  try {
+    return await deps.uow.transaction(async (tx) => {
+      const now = deps.clock.now();
+      const lease: DeployLease = { app, holder, version: null, containers: [], started: now, heartbeat: now, expires: expiryFrom(deps, now) };
+      if (!(await tx.deploys.insert(lease))) return null;
+      const committed = await change(tx);
+      if (committed === null) throw new NeedsScheduler();
+      if (!(await tx.deploys.remove(app, holder))) throw lost(app);
+      return committed;
+    });
+  } catch (error) {
+    if (error instanceof NeedsScheduler) return null;
+    throw error;
+  }
+}
+
 /**
  * Runs `work` while holding the app's deploy lease: deploys of one app run one at a time,
  * in arrival order within this process (a queue per app) and across processes (a lease row
  * per app, renewed while `work` runs, taken over once its holder stops renewing it). No
  * transaction is open while `work` waits for the scheduler; `work` ends the lease inside
  * the transaction that publishes its result (`HeldLease.publish`), or it is removed after.
+ *
+ * With `oneTransaction`, a change that turns out to need no scheduler is first tried whole
+ * in one transaction that holds the lease itself (see `inOneTransaction`): one commit
+ * instead of two. `work` runs only when that change declines or another process holds the
+ * lease; either way the change is made exactly once.
  */
-export function withAppLease<T>(deps: LeaseDependencies, app: string, work: (lease: HeldLease) => Promise<T>): Promise<T> {
+export function withAppLease<T>(
+  deps: LeaseDependencies,
+  app: string,
+  work: (lease: HeldLease) => Promise<T>,
+  oneTransaction?: OneTransactionChange<T>,
+): Promise<T> {
   return queueOf(deps.uow).run(app, async () => {
+    if (oneTransaction !== undefined) {
+      const committed = await inOneTransaction(deps, app, oneTransaction);
+      if (committed !== null) {
+        await committed.afterCommit();
+        return committed.result;
+      }
+    }
     const lease = await acquire(deps, app);
     const stopHeartbeat = deps.timer.every((deps.settings.deployLeaseSeconds * 1000) / 3, () => void lease.renew());
     let succeeded = false;

@@ -11,14 +11,14 @@ import {
 } from '../rules/config';
 import { FieldErrorCollector, bodyObject, isPlainObject, optionalString, requiredString, toInteger } from '../rules/fields';
 import { BuildSlots, InMemoryBuildSlotStore } from '../rules/build-slots';
-import { assertConfigQuota } from '../rules/quotas';
+import { assertConfigQuota, processCount } from '../rules/quotas';
 import { describeDeploy, structureForBuild } from '../rules/releases';
 import { isDigestReference, isReleaseImage, planSourceBuild, releaseImage, type SourceFiles } from '../rules/sources';
 import { loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependencies } from './context';
 import { journal } from './journal';
 import { assertIfMatch, configEtag } from '../rules/etags';
 import { carryOut, currentRelease, planRelease, releaseState, Rollout, type ReleaseState } from './deploy';
-import { withAppLease, type LeaseDependencies } from './leases';
+import { withAppLease, type CommittedChange, type LeaseDependencies } from './leases';
 import { observeDeploy } from './observe';
 import { runReleasePhase } from './release-phase';
 import { compileSource, type CompiledBuild } from './buildpacks';
@@ -41,11 +41,95 @@ export interface PublishedRelease extends ReleaseState {
   app: App;
 }
 
+/** The next release of `app` after `current`, pointing to what `next` says. */
+function nextRelease(deps: ReleaseDeps, actor: Actor, app: App, current: ReleaseState, next: ReleaseChange): Release {
+  const now = deps.clock.now();
+  return {
+    uuid: deps.ids.uuid(),
+    app: app.id,
+    owner: actor.user.username,
+    version: current.release.version + 1,
+    build: next.build?.uuid ?? null,
+    config: next.config.uuid,
+    summary: `${actor.user.username} ${next.summary}`,
+    created: now,
+    updated: now,
+  };
+}
+
+/**
+ * Inside the publishing transaction, with the app row locked: checks the quotas on what is
+ * committed now and writes the release, what it introduces, its journal entries and the
+ * app's new structure.
+ * @returns the app as it is after the release.
+ */
+async function writeRelease(
+  deps: ReleaseDeps,
+  tx: Repositories,
+  actor: Actor,
+  locked: App,
+  release: Release,
+  next: ReleaseChange,
+  structure: App['structure'],
+): Promise<App> {
+  await assertScaleQuotasLocked(tx, locked, structure, deps.settings.quotas);
+  if (next.creates.config) await tx.configs.create(next.creates.config);
+  if (next.creates.build) await tx.builds.create(next.creates.build);
+  await tx.releases.create(release);
+  const app = locked.id;
+  // Read once for the two entries of the release.
+  const hooks = await tx.webhooks.allForApp(app);
+  const { summary } = release;
+  if (next.creates.config) await journal(tx, deps, actor, { action: 'config.update', app, target: `v${release.version}`, summary }, hooks);
+  if (next.creates.build) await journal(tx, deps, actor, { action: 'build.create', app, target: next.creates.build.uuid, summary }, hooks);
+  await journal(tx, deps, actor, { action: 'release.create', app, target: `v${release.version}`, summary }, hooks);
+  if (JSON.stringify(structure) === JSON.stringify(locked.structure)) return locked;
+  const published = { ...locked, structure, updated: release.created };
+  await tx.apps.update(published);
+  return published;
+}
+
+/**
+ * A release without a build, made whole in the transaction `tx` (which holds the app's
+ * lease): it starts nothing, so it needs no lease kept while a scheduler works. The app's
+ * containers, if any, are retired as in `publishRelease`, after the commit. Null, with
+ * nothing worth keeping written, for a change that brings a build (its containers start
+ * with no transaction open).
+ */
+async function publishInTransaction<C extends ReleaseChange>(
+  deps: ReleaseDeps,
+  actor: Actor,
+  appId: string,
+  change: (repos: Repositories, current: ReleaseState, app: App) => Promise<C>,
+  tx: Repositories,
+): Promise<CommittedChange<PublishedRelease & { build: C['build'] }> | null> {
+  const locked = await loadVisibleApp(tx, actor, appId, true);
+  const current = await currentRelease(tx, locked.id);
+  const next = await change(tx, current, locked);
+  if (next.build !== null) return null;
+  const release = nextRelease(deps, actor, locked, current, next);
+  const rollout = new Rollout(deps, locked);
+  for (const container of await tx.containers.listForApp(locked.id)) rollout.retire(container);
+  const app = await writeRelease(deps, tx, actor, locked, release, next, locked.structure);
+  await rollout.write(tx);
+  return { result: { app, release, build: next.build, config: next.config }, afterCommit: () => rollout.finish() };
+}
+
+/** How `publishRelease` may make its change. */
+interface PublishOptions {
+  /**
+   * Try the change whole in one transaction first (see `publishInTransaction`): right for
+   * changes that usually bring no build, such as config changes of apps never deployed.
+   */
+  oneTransaction?: boolean;
+}
+
 /**
  * Creates the next release of an app and deploys it under the app's deploy lease. `change`
  * only reads: the release, the config or build it introduces, the app's structure and its
  * containers are written together, in one short transaction once the new containers run,
- * or not at all; until then none of it is visible.
+ * or not at all; until then none of it is visible. A release without a build starts no
+ * container: with `oneTransaction` it is made in one transaction that holds the lease too.
  */
 async function publishRelease<C extends ReleaseChange>(
   deps: ReleaseDeps,
@@ -53,8 +137,15 @@ async function publishRelease<C extends ReleaseChange>(
   appId: string,
   change: (repos: Repositories, current: ReleaseState, app: App) => Promise<C>,
   output: (line: string) => void = () => undefined,
+  options: PublishOptions = {},
 ): Promise<PublishedRelease & { build: C['build'] }> {
   const visible = await loadVisibleApp(deps.uow.repositories, actor, appId);
+  // An app that runs processes has a build, and a change of it starts containers: trying
+  // it in one transaction first would only be undone.
+  const oneTransaction =
+    options.oneTransaction === true && processCount(visible.structure) === 0
+      ? (tx: Repositories) => publishInTransaction(deps, actor, appId, change, tx)
+      : undefined;
   // Every deploy passes here: the one place where the observer (metrics) sees it.
   const published = await observeDeploy(deps, appId, withAppLease(deps, visible.id, async (lease) => {
     // Read again under the lease: whatever ran before it is published by now.
@@ -62,18 +153,7 @@ async function publishRelease<C extends ReleaseChange>(
     const app = await loadVisibleApp(repos, actor, appId);
     const current = await currentRelease(repos, app.id);
     const next = await change(repos, current, app);
-    const now = deps.clock.now();
-    const release: Release = {
-      uuid: deps.ids.uuid(),
-      app: app.id,
-      owner: actor.user.username,
-      version: current.release.version + 1,
-      build: next.build?.uuid ?? null,
-      config: next.config.uuid,
-      summary: `${actor.user.username} ${next.summary}`,
-      created: now,
-      updated: now,
-    };
+    const release = nextRelease(deps, actor, app, current, next);
     const state: ReleaseState = { release, build: next.build, config: next.config };
     const rollout = new Rollout(deps, app);
     const structure = next.build ? structureForBuild(app.structure, next.build.procfile) : app.structure;
@@ -89,21 +169,10 @@ async function publishRelease<C extends ReleaseChange>(
     }
     return carryOut(deps, lease, rollout, release.version, async (tx) => {
       const locked = await loadVisibleApp(tx, actor, appId, true);
-      await assertScaleQuotasLocked(tx, locked, structure, deps.settings.quotas);
-      if (next.creates.config) await tx.configs.create(next.creates.config);
-      if (next.creates.build) await tx.builds.create(next.creates.build);
-      await tx.releases.create(release);
-      if (next.creates.config) await journal(tx, deps, actor, { action: 'config.update', app: app.id, target: `v${release.version}`, summary: release.summary });
-      if (next.creates.build) await journal(tx, deps, actor, { action: 'build.create', app: app.id, target: next.creates.build.uuid, summary: release.summary });
-      await journal(tx, deps, actor, { action: 'release.create', app: app.id, target: `v${release.version}`, summary: release.summary });
-      let published = locked;
-      if (JSON.stringify(structure) !== JSON.stringify(locked.structure)) {
-        published = { ...locked, structure, updated: now };
-        await tx.apps.update(published);
-      }
+      const published = await writeRelease(deps, tx, actor, locked, release, next, structure);
       return { app: published, ...state, build: next.build };
     });
-  }));
+  }, oneTransaction));
   await logEvent(deps, published.app.id, published.release.summary);
   return published;
 }
@@ -142,7 +211,7 @@ export class SetConfig {
         updated: now,
       };
       return { config, build: current.build, summary: describeConfigChange(current.config, merged), creates: { config } };
-    });
+    }, undefined, { oneTransaction: true });
   }
 }
 

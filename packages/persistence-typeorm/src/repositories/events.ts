@@ -73,20 +73,29 @@ function conditionsOf(session: Session, query: EventQuery): { where: string; par
 
 /** EventRepository on TypeORM: table `events`, ordered by "seq". */
 export class TypeOrmEventRepository implements EventRepository {
+  /**
+   * Whether this transaction's session holds the journal lock and has queued its NOTIFY: both
+   * last until the transaction ends (identical notifications of one transaction are sent
+   * once), so a change journaled in several entries takes and queues them once.
+   */
+  private lockedForTransaction = false;
+
   constructor(private readonly session: Session) {}
 
   async append(event: AuditEvent): Promise<void> {
     const { dialect } = this.session;
+    const postgres = dialect === 'postgres';
+    const first = !(this.session.transactional && this.lockedForTransaction);
     await this.session.write(async (manager) => {
       const sql = new ManagerRunner(dialect, manager);
-      const postgres = dialect === 'postgres';
-      if (postgres) await sql.rows(JOURNAL_LOCK, []);
+      if (postgres && first) await sql.rows(JOURNAL_LOCK, []);
       await sql.run(APPEND, [
         event.uuid, writeInstant(dialect, event.created), event.actor, event.action, event.app,
         event.target, event.summary, event.requestId, event.address,
       ]);
-      if (postgres) await sql.rows(NOTIFY, []);
+      if (postgres && first) await sql.rows(NOTIFY, []);
     });
+    if (this.session.transactional) this.lockedForTransaction = true;
   }
 
   async list(query: EventQuery, slice: Slice): Promise<Page<AuditEvent>> {

@@ -30,6 +30,8 @@ export function sqliteStore(file: string, logDir: string): Store {
   const writer = new Database(file, { timeout: 5000 });
   writer.pragma('foreign_keys = ON');
   writer.pragma('journal_mode = WAL');
+  // Commits synced to disk, as the controller's writer does.
+  writer.pragma('synchronous = FULL');
   const reader = new Database(file, { readonly: true, fileMustExist: true, timeout: 5000 });
   const cache = new Map<Database.Database, Map<string, Database.Statement>>([
     [writer, new Map()],

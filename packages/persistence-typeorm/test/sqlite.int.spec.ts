@@ -7,6 +7,7 @@ import type { QueryRunner } from 'typeorm';
 import { AlreadyExists, type App, type Repositories } from '@svc/core';
 import { describeRepositoryContracts } from '@svc/core/testing';
 import { createDatabase, SQLITE_FILE_NAME, type Database } from '../src';
+import { SqliteEngine } from '../src/engines';
 import { ListCountsSqlite1763990000000 } from '../src/migrations/sqlite/1763990000000-list-counts';
 
 const ALL = { offset: 0, limit: 100 };
@@ -97,6 +98,17 @@ describe('SQLite persistence', () => {
         expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
       } finally {
         raw.close();
+      }
+    });
+
+    it('syncs every commit to disk on the writer (synchronous=FULL): an acknowledged change survives a power cut', async () => {
+      const engine = await SqliteEngine.open({ file: join(root, 'synced', SQLITE_FILE_NAME), busyTimeoutMs: 1000, ormLogger: { logQuery: () => undefined, logQueryError: () => undefined, logQuerySlow: () => undefined, logSchemaBuild: () => undefined, logMigration: () => undefined, log: () => undefined } });
+      try {
+        // 2 is FULL; WAL mode's default (and better-sqlite3's build) would say 1, NORMAL.
+        const rows = (await engine.inTransaction((manager) => manager.query('PRAGMA synchronous'))) as Array<{ synchronous: number }>;
+        expect(rows).toEqual([{ synchronous: 2 }]);
+      } finally {
+        await engine.close();
       }
     });
 

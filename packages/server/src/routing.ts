@@ -61,6 +61,8 @@ export class DrainingScheduler implements Scheduler {
 
 /** Options of PlatformRouteTable. */
 export interface PlatformRouteTableOptions {
+  /** How long the names of every route are remembered for `list()` (`forget()` clears them at once). Default 30000 ms. */
+  listCacheMs?: number;
   /** How long the app of a host name is remembered (`forget()` clears it at once). Default 5000 ms. */
   cacheMs?: number;
   /** Host names remembered at most. Default 10000. */
@@ -103,6 +105,7 @@ export class PlatformRouteTable implements RouteTable {
   private readonly cache = new Map<string, { app: string | null; redirect: boolean; expires: number }>();
   private readonly suffix: string;
   private readonly cacheMs: number;
+  private readonly listCacheMs: number;
   private readonly maxCached: number;
   private readonly now: () => number;
   private readonly redirects: PlatformRouteTableOptions['redirects'];
@@ -121,14 +124,21 @@ export class PlatformRouteTable implements RouteTable {
   ) {
     this.suffix = `.${platformDomain.toLowerCase()}`;
     this.cacheMs = options.cacheMs ?? 5000;
+    this.listCacheMs = options.listCacheMs ?? 30_000;
     this.maxCached = options.maxCached ?? 10_000;
     this.now = options.now ?? Date.now;
     this.redirects = options.redirects;
     this.redirectingApps = options.redirectingApps;
   }
 
-  /** Forgets which app the host names belong to, e.g. after a domain was added or an app deleted. */
-  forget(): void {
+  /**
+   * Forgets which app the host names belong to, e.g. after a domain was added or an app
+   * deleted; with `processesOnly` (a change that cannot touch any host name: a config change,
+   * a deploy, a scale) the names are kept and only the processes are asked again, which the
+   * listing does every time anyway.
+   */
+  forget(processesOnly = false): void {
+    if (processesOnly) return;
     this.cache.clear();
     this.names = null;
   }
@@ -162,7 +172,9 @@ export class PlatformRouteTable implements RouteTable {
     let changed = last === null;
     for (const { app } of names) {
       if (targets.has(app)) continue;
-      const current = await this.targetsOf(app);
+      // The scheduler's memory answers at once: no await (a promise each) for every one of 10,000s of apps.
+      const found = this.targetsNow(app);
+      const current = found instanceof Promise ? await found : found;
       const before = last?.targets.get(app);
       if (before !== undefined && sameTargets(before, current)) targets.set(app, before);
       else {
@@ -194,8 +206,30 @@ export class PlatformRouteTable implements RouteTable {
       const apps = this.redirectingApps === undefined ? null : new Set(await this.redirectingApps());
       for (const name of listed) if (apps === null || apps.has(name.app)) name.redirect = await redirects.execute(name.app, name.host);
     }
-    this.names = { listed, expires: this.now() + this.cacheMs };
+    // Read again after `forget()` (this process changed a name) or after the listing's time, which
+    // bounds how long another controller process's change of a name goes unseen in the listing
+    // (a name not listed is still looked up one by one). Reading every name is the costly part.
+    this.names = { listed, expires: this.now() + this.listCacheMs };
     return listed;
+  }
+
+  /** `targetsOf`, without a promise when the scheduler answers at once. */
+  private targetsNow(app: string): RouteTarget[] | Promise<RouteTarget[]> {
+    if (this.processes === null) return [];
+    const web = this.processes.endpoints(app, 'web');
+    if (web instanceof Promise) return this.targetsOf(app);
+    let targets = web;
+    if (targets.length === 0) {
+      const own = this.processes.endpoints(app, IMAGE_PROCESS_TYPE);
+      if (own instanceof Promise) return this.targetsOf(app);
+      targets = own;
+    }
+    return this.notLeaving(targets);
+  }
+
+  private notLeaving(targets: Array<RouteTarget & { id?: string }>): RouteTarget[] {
+    const leaving = this.leaving?.ids;
+    return targets.filter((target) => target.id === undefined || leaving === undefined || !leaving.has(target.id)).map((target) => ({ host: target.host, port: target.port }));
   }
 
   /** The app's `web` processes that are up and not leaving (its `cmd` ones when it has no `web`). */
@@ -203,8 +237,7 @@ export class PlatformRouteTable implements RouteTable {
     let targets = this.processes === null ? [] : await this.processes.endpoints(app, 'web');
     // An image deployed without a Procfile runs its own command as the type `cmd`: it serves the app then.
     if (targets.length === 0 && this.processes !== null) targets = await this.processes.endpoints(app, IMAGE_PROCESS_TYPE);
-    const leaving = this.leaving?.ids;
-    return targets.filter((target) => target.id === undefined || leaving === undefined || !leaving.has(target.id)).map((target) => ({ host: target.host, port: target.port }));
+    return this.notLeaving(targets);
   }
 
   private async appOf(name: string): Promise<{ app: string; redirect: boolean } | null> {

@@ -123,10 +123,13 @@ function routeChangesOf(router: PlatformRouter, routeTable: PlatformRouteTable):
   let scheduled: ReturnType<typeof setTimeout> | null = null;
   let running = false;
   let again = false;
+  // Whether every change since the last refresh left the host names as they were.
+  let processesOnly = true;
   const refresh = (): void => {
     scheduled = null;
     running = true;
-    routeTable.forget();
+    routeTable.forget(processesOnly);
+    processesOnly = true;
     router
       .routesChanged()
       .catch(() => undefined)
@@ -147,9 +150,19 @@ function routeChangesOf(router: PlatformRouter, routeTable: PlatformRouteTable):
     res.once('finish', () => {
       if (res.statusCode >= 400) return;
       if (certificates) router.invalidateCertificate();
+      if (!keepsHostNames(path)) processesOnly = false;
       request();
     });
   };
+}
+
+/**
+ * Whether a write to this path leaves every host name with its app: the app's config, builds,
+ * releases, processes, collaborators and webhooks. Anything else (an app created, changed or
+ * deleted, its domains, certificates, a path not known here) may change them.
+ */
+export function keepsHostNames(path: string): boolean {
+  return /^\/v1\/apps\/[^/]+\/(config|builds|releases|containers|perms|webhooks)(\/|$|\?)/.test(path);
 }
 
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {

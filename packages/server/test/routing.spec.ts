@@ -1,6 +1,7 @@
 import { CertificateForServerName, DEFAULT_SETTINGS, IssuedCertificateFor, type TlsName } from '@svc/core';
 import { FakeScheduler, FakeSecretBox, InMemoryTlsStore, InMemoryUnitOfWork, aCertificate, aDomain, aUser, anApp } from '@svc/core/testing';
 import { DrainingScheduler, LeavingContainers, PlatformRouteTable, ROUTE_LIST_PAGE, StoredCertificates, type EndpointSource } from '../src/routing';
+import { keepsHostNames } from '../src/server';
 
 /** A scheduler stand-in: the web (and cmd) endpoints of each app, and who asked. */
 class FakeEndpoints implements EndpointSource {
@@ -125,17 +126,22 @@ describe('PlatformRouteTable.list', () => {
     for (const host of ['app-7.apps.test', 'www.app-7.example', 'myapp.apps.test', 'www.other.example']) expect(await table.resolve(host)).toEqual(listed.get(host));
   });
 
-  it('reads the names again after the cache time or forget(), and asks for the endpoints every time', async () => {
+  it('reads the names again after the listing\'s cache time or forget(), not after a change of processes only, and asks for the endpoints every time', async () => {
     const { uow, reads } = await manyApps(3);
     const processes = new FakeEndpoints();
     let now = 0;
-    const table = new PlatformRouteTable(uow, 'apps.test', processes, { cacheMs: 1000, now: () => now });
+    const table = new PlatformRouteTable(uow, 'apps.test', processes, { listCacheMs: 1000, now: () => now });
     await table.list();
     await uow.repositories.domains.delete('www.app-1.example');
     processes.byApp.set('app-1', [{ host: '127.0.0.1', port: 20001 }]);
 
     const cached = new Map(await table.list());
     expect(cached.get('www.app-1.example')).toEqual({ app: 'app-1', targets: [{ host: '127.0.0.1', port: 20001 }] });
+    expect(reads['domains.list']).toBe(1);
+    // A config change or a deploy: the names stay, the processes are asked again.
+    table.forget(true);
+    processes.byApp.set('app-1', [{ host: '127.0.0.1', port: 20011 }]);
+    expect(new Map(await table.list()).get('www.app-1.example')).toEqual({ app: 'app-1', targets: [{ host: '127.0.0.1', port: 20011 }] });
     expect(reads['domains.list']).toBe(1);
     table.forget();
     expect(new Map(await table.list()).has('www.app-1.example')).toBe(false);
@@ -299,5 +305,19 @@ describe('StoredCertificates with certificates issued over ACME', () => {
     // The exact name answers none, so the router asks for the wildcard next.
     expect(await certificates.find('myapp.apps.test')).toBeNull();
     expect(await certificates.find('*.apps.test')).toEqual({ certificate: 'WILDCARD', key: 'WILDCARD KEY' });
+  });
+});
+
+describe('keepsHostNames: which API writes leave every host name with its app', () => {
+  it('keeps them for config, builds, releases, processes, collaborators and webhooks of an app', () => {
+    for (const path of ['/v1/apps/web/config/', '/v1/apps/web/builds/', '/v1/apps/web/releases/rollback/', '/v1/apps/web/containers/web', '/v1/apps/web/perms/bob', '/v1/apps/web/webhooks/', '/v1/apps/web/config?x=1']) {
+      expect([path, keepsHostNames(path)]).toEqual([path, true]);
+    }
+  });
+
+  it('does not for an app created, changed or deleted, its domains, certificates, or a path it does not know', () => {
+    for (const path of ['/v1/apps/', '/v1/apps', '/v1/apps/web/', '/v1/apps/web/domains/', '/v1/apps/web/domains/www.example.org', '/v1/apps/web/certs/', '/v1/apps/web/acm/', '/v1/apps/web/transfer/', '/v1/apps/config/', '/v1/apps/web/configs']) {
+      expect([path, keepsHostNames(path)]).toEqual([path, false]);
+    }
   });
 });

@@ -112,6 +112,8 @@ export class PlatformRouteTable implements RouteTable {
   private readonly redirectingApps: PlatformRouteTableOptions['redirectingApps'];
   /** Every host name with its app, as last read for `list()`. */
   private names: { listed: ListedName[]; expires: number } | null = null;
+  /** Apps whose processes an API write may have changed since the last listing (`forget(true, apps)`). */
+  private changedApps: Set<string> | null = null;
   /** The last answer of `list()`, given again while nothing changed. */
   private lastListing: { names: ListedName[]; targets: Map<string, RouteTarget[]>; routes: Array<[string, ResolvedRoute]> } | null = null;
 
@@ -137,10 +139,15 @@ export class PlatformRouteTable implements RouteTable {
    * a deploy, a scale) the names are kept and only the processes are asked again, which the
    * listing does every time anyway.
    */
-  forget(processesOnly = false): void {
-    if (processesOnly) return;
+  forget(processesOnly = false, apps?: Iterable<string>): void {
+    if (processesOnly) {
+      // The next listing asks only these apps for their processes (the periodic ones ask every app).
+      if (apps !== undefined) for (const app of apps) (this.changedApps ??= new Set()).add(app);
+      return;
+    }
     this.cache.clear();
     this.names = null;
+    this.changedApps = null;
   }
 
   /**
@@ -168,6 +175,11 @@ export class PlatformRouteTable implements RouteTable {
     const names = this.names !== null && this.names.expires > this.now() ? this.names.listed : await this.readNames();
     // Most listings (once a second) find what the last one found: the same answer, not 10,000s of new objects.
     const last = this.lastListing !== null && this.lastListing.names === names ? this.lastListing : null;
+    const changedApps = this.changedApps;
+    this.changedApps = null;
+    // After API writes that changed no name (config changes, deploys): only their apps are asked,
+    // so that a stream of writes does not walk every route for each one.
+    if (last !== null && changedApps !== null) return this.relisted(last, changedApps);
     const targets = new Map<string, RouteTarget[]>();
     let changed = last === null;
     for (const { app } of names) {
@@ -185,6 +197,24 @@ export class PlatformRouteTable implements RouteTable {
     if (!changed && last !== null) return last.routes;
     const routes: Array<[string, ResolvedRoute]> = names.map(({ host, app, redirect }) => [host, { app, ...(redirect ? { httpsRedirect: true } : {}), targets: targets.get(app) ?? [] }]);
     this.lastListing = { names, targets, routes };
+    return routes;
+  }
+
+  /** The last listing with the processes of `apps` asked again: the very same one when none changed. */
+  private async relisted(last: NonNullable<PlatformRouteTable['lastListing']>, apps: ReadonlySet<string>): Promise<Array<[string, ResolvedRoute]>> {
+    let changed = false;
+    for (const app of apps) {
+      const before = last.targets.get(app);
+      if (before === undefined) continue;
+      const found = this.targetsNow(app);
+      const current = found instanceof Promise ? await found : found;
+      if (sameTargets(before, current)) continue;
+      last.targets.set(app, current);
+      changed = true;
+    }
+    if (!changed) return last.routes;
+    const routes: Array<[string, ResolvedRoute]> = last.names.map(({ host, app, redirect }) => [host, { app, ...(redirect ? { httpsRedirect: true } : {}), targets: last.targets.get(app) ?? [] }]);
+    this.lastListing = { ...last, routes };
     return routes;
   }
 

@@ -125,11 +125,13 @@ function routeChangesOf(router: PlatformRouter, routeTable: PlatformRouteTable):
   let again = false;
   // Whether every change since the last refresh left the host names as they were.
   let processesOnly = true;
+  let changedApps = new Set<string>();
   const refresh = (): void => {
     scheduled = null;
     running = true;
-    routeTable.forget(processesOnly);
+    routeTable.forget(processesOnly, changedApps);
     processesOnly = true;
+    changedApps = new Set();
     router
       .routesChanged()
       .catch(() => undefined)
@@ -151,6 +153,7 @@ function routeChangesOf(router: PlatformRouter, routeTable: PlatformRouteTable):
       if (res.statusCode >= 400) return;
       if (certificates) router.invalidateCertificate();
       if (!keepsHostNames(path)) processesOnly = false;
+      else changedApps.add(appOfPath(path));
       request();
     });
   };
@@ -163,6 +166,16 @@ function routeChangesOf(router: PlatformRouter, routeTable: PlatformRouteTable):
  */
 export function keepsHostNames(path: string): boolean {
   return /^\/v1\/apps\/[^/]+\/(config|builds|releases|containers|perms|webhooks)(\/|$|\?)/.test(path);
+}
+
+/** The app a `/v1/apps/<app>/...` path names (one `keepsHostNames` accepted). */
+function appOfPath(path: string): string {
+  const name = path.slice('/v1/apps/'.length).split('/')[0] as string;
+  try {
+    return decodeURIComponent(name);
+  } catch {
+    return name;
+  }
 }
 
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {

@@ -150,6 +150,29 @@ describe('PlatformRouteTable.list', () => {
     expect(reads['domains.list']).toBe(3);
   });
 
+  it('after API writes that changed no name, asks only their apps for processes; the next listing asks every app again', async () => {
+    const { uow } = await manyApps(3);
+    const processes = new FakeEndpoints();
+    const table = new PlatformRouteTable(uow, 'apps.test', processes);
+    const first = await table.list();
+    processes.asked.length = 0;
+
+    // A config change of app-1 (nothing changes) and one of app-2 whose process moved; app-0 changed unannounced.
+    processes.byApp.set('app-2', [{ host: '127.0.0.1', port: 20002 }]);
+    processes.byApp.set('app-0', [{ host: '127.0.0.1', port: 20000 }]);
+    table.forget(true, ['app-1']);
+    expect(await table.list()).toBe(first);
+    expect(processes.asked.filter((asked) => asked.endsWith('/web'))).toEqual(['app-1/web']);
+
+    table.forget(true, ['app-2']);
+    const partial = new Map(await table.list());
+    expect(partial.get('www.app-2.example')).toEqual({ app: 'app-2', targets: [{ host: '127.0.0.1', port: 20002 }] });
+    expect(partial.get('www.app-0.example')).toEqual({ app: 'app-0', targets: [] });
+
+    // The periodic listing asks every app: the unannounced change shows.
+    expect(new Map(await table.list()).get('www.app-0.example')).toEqual({ app: 'app-0', targets: [{ host: '127.0.0.1', port: 20000 }] });
+  });
+
   it('gives the very same listing again while nothing changed, and a new one once an app\'s processes change', async () => {
     const { uow, reads } = await manyApps(3);
     const processes = new FakeEndpoints();

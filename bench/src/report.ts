@@ -51,9 +51,10 @@ export interface Target {
 
 export function evaluate(rows: ThroughputRow[], growth: GrowthRow[], config: ConfigRow[]): Target[] {
   const targets: Target[] = [];
+  // Every hot endpoint, the config change included, at 0.8 of the baseline at 64 connections (logins are scrypt's, not the API's).
   for (const row of rows) {
-    if (row.connections !== 64 || !row.endpoint.startsWith('GET')) continue;
-    targets.push({ name: `${row.endpoint} x64: controller/baseline throughput`, value: row.ratio, limit: '>= 0.60', holds: row.ratio >= 0.6 });
+    if (row.connections !== 64 || row.endpoint.includes('login')) continue;
+    targets.push({ name: `${row.endpoint} x64: controller/baseline throughput`, value: row.ratio, limit: '>= 0.80', holds: row.ratio >= 0.8 });
   }
   const first = growth[0];
   const last = growth[growth.length - 1];

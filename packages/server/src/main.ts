@@ -1,6 +1,7 @@
 import pino from 'pino';
 import { ConfigError, loadConfig } from './config';
 import { startServer } from './server';
+import { stopOnSignals } from './stop-on-signals';
 
 /** Entry point of the bundled server: read configuration, start, stop cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
@@ -18,24 +19,7 @@ async function main(): Promise<void> {
   const server = await startServer(config, logger);
   logger.info({ url: server.url, database: config.databaseUrl ? 'postgresql' : 'sqlite', scheduler: server.schedulerKind }, `controller listening on ${server.url}`);
 
-  let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    server.close().then(
-      () => {
-        logger.info('stopped');
-        process.exit(0);
-      },
-      (error: unknown) => {
-        logger.error({ err: error }, 'error during shutdown');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  stopOnSignals(logger, () => server.close());
 }
 
 main().catch((error: unknown) => {

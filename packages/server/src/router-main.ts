@@ -2,6 +2,7 @@ import pino from 'pino';
 import { AppRouter, ControlSocket, RouterCluster, type AppRouterOptions } from '@svc/router-http';
 import { ConfigError, loadConfig, type ServerConfig } from './config';
 import { routerSetup } from './router-setup';
+import { stopOnSignals } from './stop-on-signals';
 
 /**
  * Entry point of the router as a process of its own (`npm run start:router`, ADR 0026): it
@@ -61,24 +62,7 @@ async function main(): Promise<void> {
     `router listening on ${config.routerHost} (http ${ports.http ?? 'off'}, https ${ports.https ?? 'off'}), control socket ${config.router.socket}`,
   );
 
-  let stopping = false;
-  const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'router shutting down: finishing in-flight requests');
-    Promise.all([control.close(), running.close(config.shutdownTimeoutMs)]).then(
-      () => {
-        logger.info('router stopped');
-        process.exit(0);
-      },
-      (error: unknown) => {
-        logger.error({ err: error }, 'error during the router\'s shutdown');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  stopOnSignals(logger, () => Promise.all([control.close(), running.close(config.shutdownTimeoutMs)]), 'router');
 }
 
 main().catch((error: unknown) => {

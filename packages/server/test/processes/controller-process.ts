@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { watchStart } from './log-lines';
 import type { WorkspaceBuild } from './workspace-build';
 
 /** A controller running as a child process, as `npm start` runs it. */
@@ -13,8 +14,6 @@ export interface ControllerProcess {
   /** The last lines the process wrote, for failure messages. */
   output(): string;
 }
-
-const KEEP_OUTPUT_CHARS = 20_000;
 
 /** Options of one controller process. */
 export interface ControllerOptions {
@@ -49,60 +48,23 @@ export function startController(build: WorkspaceBuild, options: ControllerOption
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
-  const keep = (chunk: Buffer): void => {
-    output = (output + chunk.toString('utf8')).slice(-KEEP_OUTPUT_CHARS);
-  };
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-
-  return new Promise<ControllerProcess>((resolve, reject) => {
-    let buffered = '';
-    let settled = false;
-    const fail = (reason: string): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      child.kill('SIGKILL');
-      reject(new Error(`${reason}\n--- controller output ---\n${output}`));
-    };
-    const timer = setTimeout(() => fail(`The controller did not listen within ${options.startTimeoutMs ?? 30_000} ms`), options.startTimeoutMs ?? 30_000);
-    child.once('exit', (code, signal) => fail(`The controller exited before listening (code ${code}, signal ${signal})`));
-    child.stderr?.on('data', keep);
-    child.stdout?.on('data', (chunk: Buffer) => {
-      keep(chunk);
-      if (settled) return;
-      buffered += chunk.toString('utf8');
-      const lines = buffered.split('\n');
-      buffered = lines.pop() ?? '';
-      for (const line of lines) {
-        let record: { msg?: unknown; url?: unknown };
-        try {
-          record = JSON.parse(line) as { msg?: unknown; url?: unknown };
-        } catch {
-          continue;
-        }
-        if (typeof record.url === 'string' && typeof record.msg === 'string' && record.msg.startsWith('controller listening')) {
-          settled = true;
-          clearTimeout(timer);
-          const url = record.url;
-          const kill = async (signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
-            if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-            await exited;
-          };
-          resolve({
-            url,
-            pid: child.pid as number,
-            kill,
-            stop: async (graceMs = 10_000) => {
-              const fallback = setTimeout(() => child.kill('SIGKILL'), graceMs);
-              await kill('SIGTERM');
-              clearTimeout(fallback);
-            },
-            output: () => output,
-          });
-          return;
-        }
-      }
-    });
-  });
+  const started = watchStart(child, 'controller', options.startTimeoutMs ?? 30_000, (record) =>
+    typeof record.url === 'string' && typeof record.msg === 'string' && record.msg.startsWith('controller listening') ? record.url : null,
+  );
+  const kill = async (signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    await exited;
+  };
+  return started.ready.then((url) => ({
+    url,
+    pid: child.pid as number,
+    kill,
+    stop: async (graceMs = 10_000) => {
+      const fallback = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await kill('SIGTERM');
+      clearTimeout(fallback);
+    },
+    output: started.output,
+  }));
 }

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
+import { watchStart } from './log-lines';
 import type { WorkspaceBuild } from './workspace-build';
 
 /** A router running as a process of its own (`npm run start:router`), from the transpiled workspace. */
@@ -13,7 +14,6 @@ export interface RouterProcess {
   output(): string;
 }
 
-const KEEP_OUTPUT_CHARS = 20_000;
 // Every router a test file starts: none may outlive the test run, whatever ends it.
 const running = new Set<ChildProcess>();
 process.once('exit', () => {
@@ -31,59 +31,24 @@ export function startRouter(build: WorkspaceBuild, env: Record<string, string>, 
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
-  let output = '';
-  const keep = (chunk: Buffer): void => {
-    output = (output + chunk.toString('utf8')).slice(-KEEP_OUTPUT_CHARS);
-  };
   const exited = new Promise<void>((resolve) =>
     child.once('exit', () => {
       running.delete(child);
       resolve();
     }),
   );
-  child.stderr?.on('data', keep);
-  return new Promise<RouterProcess>((resolve, reject) => {
-    let settled = false;
-    let buffered = '';
-    const fail = (reason: string): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      child.kill('SIGKILL');
-      reject(new Error(`${reason}\n--- router output ---\n${output}`));
-    };
-    const timer = setTimeout(() => fail(`The router did not listen within ${startTimeoutMs} ms`), startTimeoutMs);
-    child.once('exit', (code, signal) => fail(`The router exited before listening (code ${code}, signal ${signal})`));
-    child.stdout?.on('data', (chunk: Buffer) => {
-      keep(chunk);
-      if (settled) return;
-      buffered += chunk.toString('utf8');
-      const lines = buffered.split('\n');
-      buffered = lines.pop() ?? '';
-      for (const line of lines) {
-        let record: { msg?: unknown; port?: unknown };
-        try {
-          record = JSON.parse(line) as { msg?: unknown; port?: unknown };
-        } catch {
-          continue;
-        }
-        if (typeof record.msg === 'string' && record.msg.startsWith('router listening') && typeof record.port === 'number') {
-          settled = true;
-          clearTimeout(timer);
-          resolve({
-            port: record.port,
-            pid: child.pid as number,
-            stop: async (graceMs = 15_000) => {
-              const fallback = setTimeout(() => child.kill('SIGKILL'), graceMs);
-              if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-              await exited;
-              clearTimeout(fallback);
-            },
-            output: () => output,
-          });
-          return;
-        }
-      }
-    });
-  });
+  const started = watchStart(child, 'router', startTimeoutMs, (record) =>
+    typeof record.msg === 'string' && record.msg.startsWith('router listening') && typeof record.port === 'number' ? record.port : null,
+  );
+  return started.ready.then((port) => ({
+    port,
+    pid: child.pid as number,
+    stop: async (graceMs = 15_000) => {
+      const fallback = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+      clearTimeout(fallback);
+    },
+    output: started.output,
+  }));
 }

@@ -71,6 +71,9 @@ const silentLogger: RouterLogger = Object.freeze({ info: () => undefined, warn: 
 /** The path of a request URL without its query string, for logs. */
 const pathOf = (url: string | undefined): string => (url ?? '/').split('?')[0] ?? '/';
 
+/** How long the fresh lookup of a host name whose app had no process answers for every request. */
+const EMPTY_LOOKUP_MS = 250;
+
 /**
  * The platform router: a request whose host name belongs to an app goes to one of the app's
  * web processes, in turn (round robin per app), with `X-Forwarded-For`, `-Proto`, `-Host`
@@ -90,6 +93,8 @@ const pathOf = (url: string | undefined): string => (url ?? '/').split('?')[0] ?
  */
 export class AppRouter {
   private readonly turns = new Map<string, number>();
+  /** The last fresh lookup of each host name whose app had no process (`lookAgain`). */
+  private readonly emptyLookups = new Map<string, { at: number; route: Promise<ResolvedRoute | null> }>();
   private readonly servers: Server[] = [];
   private readonly logger: RouterLogger;
   private readonly connectTimeoutMs: number;
@@ -218,8 +223,11 @@ export class AppRouter {
       return null;
     }
     const known = host === null ? null : this.routes.get(host);
-    if (known !== undefined) return this.checked(host, known, reply, routing);
-    return this.routes.resolve(host as string).then(
+    // A known app with no process (listed before its first process started, say): asked again
+    // before answering 503, once for all the requests of a quarter of a second.
+    const lookup = known === undefined ? this.routes.resolve(host as string) : known !== null && known.targets.length === 0 ? this.lookAgain(host as string) : null;
+    if (lookup === null) return this.checked(host, known as ResolvedRoute | null, reply, routing);
+    return lookup.then(
       (route) => this.checked(host, route, reply, routing),
       (error: unknown) => {
         this.logger.error({ host, err: error }, 'route lookup failed');
@@ -227,6 +235,19 @@ export class AppRouter {
         return null;
       },
     );
+  }
+
+  /** A fresh lookup of a host name whose app had no process, shared by the requests of the next 250 ms. */
+  private lookAgain(host: string): Promise<ResolvedRoute | null> {
+    const now = Date.now();
+    const recent = this.emptyLookups.get(host);
+    if (recent !== undefined && now - recent.at < EMPTY_LOOKUP_MS) return recent.route;
+    // Bounded: names of apps with no process are few; a flood of them only costs a lookup each per 250 ms.
+    if (this.emptyLookups.size >= 10_000) this.emptyLookups.clear();
+    const route = this.routes.resolve(host, true);
+    route.catch(() => undefined);
+    this.emptyLookups.set(host, { at: now, route });
+    return route;
   }
 
   private checked(host: string | null, route: ResolvedRoute | null, reply: (status: number, text: string) => void, routing: Routing): ResolvedRoute | null {

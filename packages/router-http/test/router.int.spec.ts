@@ -199,6 +199,32 @@ describe('AppRouter over HTTP', () => {
       expect(res.body).toBe('No web process of myapp is running.\n');
     });
 
+    it('asks again about an app it knew with no process (listed before its first process started) before answering 503', async () => {
+      // The table lists the app with no process yet; the router holds that route.
+      const listing: Array<[string, { app: string; targets: Array<{ host: string; port: number }> }]> = [['late.svc.test', { app: 'late', targets: [] }]];
+      const listed = Object.assign(new FakeRouteTable(), { list: async () => listing });
+      listed.set('late.svc.test', 'late', []);
+      const own = new AppRouter({ routes: listed, logger, connectTimeoutMs: 1000, routeRefreshMs: 0 });
+      const ownPort = (await own.listen(0, '127.0.0.1')).port;
+      try {
+        expect((await send(ownPort, { host: 'late.svc.test' })).status).toBe(503);
+        // Its first process is up: the next request is served at once, not after the next refresh.
+        const web = await upstream('late');
+        listed.set('late.svc.test', 'late', [web.target]);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const res = await send(ownPort, { host: 'late.svc.test' });
+        expect([res.status, (JSON.parse(res.body) as { name: string }).name]).toEqual([200, 'late']);
+        // Looked up once per quarter of a second, not once per request.
+        const asked = listed.asked.length;
+        listed.set('late.svc.test', 'late', []);
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        await Promise.all([1, 2, 3, 4, 5].map(() => send(ownPort, { host: 'late.svc.test' })));
+        expect(listed.asked.length - asked).toBeLessThanOrEqual(2);
+      } finally {
+        await own.close(1000);
+      }
+    });
+
     it('answers 503 when the route table fails, and logs why', async () => {
       routes.failure = new Error('database away');
 

@@ -1,20 +1,10 @@
 import pino from 'pino';
-import { ConfigError, loadConfig } from './config';
 import { startServer } from './server';
-import { stopOnSignals } from './stop-on-signals';
+import { configOrExit, stopOnSignals } from './process-lifecycle';
 
 /** Entry point of the bundled server: read configuration, start, stop cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`Configuration error: ${error.message}\n`);
-      process.exit(1);
-    }
-    throw error;
-  }
+  const config = configOrExit();
   const logger = pino({ level: config.logLevel, base: undefined });
   const server = await startServer(config, logger);
   logger.info({ url: server.url, database: config.databaseUrl ? 'postgresql' : 'sqlite', scheduler: server.schedulerKind }, `controller listening on ${server.url}`);

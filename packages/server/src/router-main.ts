@@ -1,8 +1,8 @@
 import pino from 'pino';
 import { AppRouter, ControlSocket, RouterCluster, type AppRouterOptions } from '@svc/router-http';
-import { ConfigError, loadConfig, type ServerConfig } from './config';
+import { ConfigError } from './config';
 import { routerSetup } from './router-setup';
-import { stopOnSignals } from './stop-on-signals';
+import { configOrExit, stopOnSignals } from './process-lifecycle';
 
 /**
  * Entry point of the router as a process of its own (`npm run start:router`, ADR 0026): it
@@ -12,24 +12,18 @@ import { stopOnSignals } from './stop-on-signals';
  * no app request. It reads the same environment as the controller.
  */
 async function main(): Promise<void> {
-  let config: ServerConfig;
-  try {
-    config = loadConfig();
+  const config = configOrExit((config) => {
     if (config.router.socket === null) throw new ConfigError('ROUTER_SOCKET', 'must be set for the router process: the path of its control socket, the same for the controller');
     if (config.routerPort === null && config.routerTlsPort === null) throw new ConfigError('ROUTER_PORT', 'is off and ROUTER_TLS_PORT is unset: the router would listen nowhere');
-  } catch (error) {
-    if (error instanceof ConfigError) {
-      process.stderr.write(`Configuration error: ${error.message}\n`);
-      process.exit(1);
-    }
-    throw error;
-  }
+  });
+  // Set: checked with the configuration above.
+  const socket = config.router.socket as string;
   const logger = pino({ level: config.logLevel, base: undefined });
   const setup = routerSetup(config);
   const ports: { http: number | null; https: number | null } = { http: null, https: null };
   let router: AppRouter | RouterCluster | null = null;
   const control = new ControlSocket({
-    path: config.router.socket,
+    path: socket,
     ports: () => ports,
     routesChanged: () => router?.routesChanged() ?? Promise.resolve(),
     invalidateCertificate: (name) => router?.invalidateCertificate(name),

@@ -160,6 +160,21 @@ async function restartUnderLoad(build: WorkspaceBuild, setup: RestartCase, label
 }
 
 /** Kills the process groups the process scheduler recorded under the data directory (those a failed test left). */
+/**
+ * No request failed; the process of the first controller answered before the restart and its
+ * replacement after; what the first process printed after its controller left reached the
+ * app's log, up to its last line.
+ */
+function expectReplacedWithoutLoss(load: Load, bodiesBefore: Set<string>, log: string): void {
+  expect(load.failures).toEqual([]);
+  expect(failed(load)).toBe(0);
+  expect(answered(load)).toBeGreaterThan(1000);
+  expect(bodiesBefore.size).toBe(1);
+  expect(load.bodies.size).toBe(2);
+  const [first] = [...bodiesBefore];
+  expect(log).toMatch(new RegExp(`\\[web\\.1\\]: stopping ${first} after [0-9]+\\n`));
+}
+
 async function killRecordedGroups(dataDir: string): Promise<void> {
   const directory = join(dataDir, 'processes');
   const names = await readdir(directory).catch(() => [] as string[]);
@@ -239,15 +254,7 @@ describe('a controller restart behind a router process of its own (ROUTER_SOCKET
       },
       'process scheduler',
     );
-    expect(load.failures).toEqual([]);
-    expect(failed(load)).toBe(0);
-    expect(answered(load)).toBeGreaterThan(1000);
-    // The process of the first controller answered before the restart, its replacement after.
-    expect(bodiesBefore.size).toBe(1);
-    expect(load.bodies.size).toBe(2);
-    // What the first process printed after its controller left reached the app's log, up to its last line.
-    const [first] = [...bodiesBefore];
-    expect(log).toMatch(new RegExp(`\\[web\\.1\\]: stopping ${first} after [0-9]+\\n`));
+    expectReplacedWithoutLoss(load, bodiesBefore, log);
   });
 });
 
@@ -413,13 +420,7 @@ describeWithSandbox('a controller restart behind a router process of its own, wi
       },
       'process scheduler, sandboxed',
     );
-    expect(load.failures).toEqual([]);
-    expect(failed(load)).toBe(0);
-    expect(answered(load)).toBeGreaterThan(1000);
-    expect(bodiesBefore.size).toBe(1);
-    expect(load.bodies.size).toBe(2);
-    const [first] = [...bodiesBefore];
-    expect(log).toMatch(new RegExp(`\\[web\\.1\\]: stopping ${first} after [0-9]+\\n`));
+    expectReplacedWithoutLoss(load, bodiesBefore, log);
 
     // While no controller ran: the web and worker sandboxes of the app and the neighbour's web
     // were recorded with their namespace and cgroup, and still ran (they no longer die with the controller).

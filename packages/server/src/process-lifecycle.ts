@@ -1,4 +1,23 @@
 import type { Logger } from 'pino';
+import { ConfigError, loadConfig, type ServerConfig } from './config';
+
+/**
+ * The configuration of a process of the platform from its environment, checked further by
+ * `check` (which throws ConfigError); a configuration error is printed and the process exits 1.
+ */
+export function configOrExit(check: (config: ServerConfig) => void = () => undefined): ServerConfig {
+  try {
+    const config = loadConfig();
+    check(config);
+    return config;
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+}
 
 /**
  * How a process of the platform (the controller, the router) stops: on SIGTERM or SIGINT it

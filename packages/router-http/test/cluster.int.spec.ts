@@ -1,5 +1,5 @@
 import { ROUTES_PER_MESSAGE, RouterCluster, type ResolvedRoute } from '../src';
-import { FakeRouteTable, described, pause, send, startUpstream, type Upstream } from './support';
+import { FakeRouteTable, described, pause, send, startUpstream, until, type Upstream } from './support';
 
 function alive(pid: number): boolean {
   try {
@@ -7,14 +7,6 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await pause(50);
   }
 }
 

@@ -3,17 +3,9 @@ import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AppRouter, ControlSocket, NoController, RouterLink } from '../src';
-import { FakeRouteTable, pause, send, startUpstream, type Upstream } from './support';
+import { FakeRouteTable, pause, send, startUpstream, until, type Upstream } from './support';
 
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await pause(20);
-  }
-}
 
 describe('ControlSocket and RouterLink: a router process of its own, served by a controller', () => {
   let directory: string;

@@ -170,3 +170,12 @@ export function selfSigned(commonName: string, dnsNames: string[] = [commonName]
 
 /** Resolves after `ms` milliseconds. */
 export const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits until `condition` holds, checking every `everyMs`; rejects after `timeoutMs`. */
+export async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 20_000, everyMs = 50): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await pause(everyMs);
+  }
+}

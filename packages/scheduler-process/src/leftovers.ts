@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import { oomKillsIn, removeCgroupDirectories, type Cgroup } from './cgroups';
 import { importKeptOutput, keepOutput } from './output-keeper';
 import { groupMembers, namespaceMembers, readStat } from './proc';
-import { initAlive, signalGroup, type ProcessGroup } from './process-group';
+import { initAlive, signalGroup, waitWhileAlive, type ProcessGroup } from './process-group';
 import type { ProcessRecord, ProcessRecords } from './records';
 
 /**
@@ -86,17 +86,6 @@ function signalProcess(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
-const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** Waits until nothing of the recorded group runs or `ms` have passed; resolves with whether it is gone. */
-async function waitForRecordedGone(record: ProcessRecord, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (await isLeftover(record, true)) {
-    if (Date.now() >= deadline) return false;
-    await pause(25);
-  }
-  return true;
-}
 
 /**
  * Stops the groups of `leftovers` still running (SIGTERM, SIGKILL after `stopTimeoutMs`),
@@ -112,9 +101,9 @@ export async function stopLeftovers(
     leftovers.map(async (record) => {
       if (await isLeftover(record, options.canMeasure)) {
         await signalRecorded(record, 'SIGTERM');
-        if (!(await waitForRecordedGone(record, options.stopTimeoutMs))) {
+        if (!(await waitWhileAlive(() => isLeftover(record, true), options.stopTimeoutMs))) {
           await signalRecorded(record, 'SIGKILL');
-          await waitForRecordedGone(record, 2000);
+          await waitWhileAlive(() => isLeftover(record, true), 2000);
         }
         stopped++;
         options.onStopped(record);

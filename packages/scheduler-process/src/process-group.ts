@@ -305,10 +305,10 @@ export async function groupAlive(pgid: number): Promise<boolean> {
   return ((await groupMembers(new Set([pgid]))).get(pgid)?.length ?? 0) > 0;
 }
 
-/** Waits until the group is gone or `ms` have passed; resolves with whether it is gone. */
-export async function waitForGroupGone(pgid: number, ms: number): Promise<boolean> {
+/** Waits while `alive()` says something still runs, for at most `ms`; resolves with whether it ended. */
+export async function waitWhileAlive(alive: () => Promise<boolean>, ms: number): Promise<boolean> {
   const deadline = Date.now() + ms;
-  while (await groupAlive(pgid)) {
+  while (await alive()) {
     if (Date.now() >= deadline) return false;
     await pause(25);
   }
@@ -333,13 +333,8 @@ export async function terminateGroup(group: ProcessGroup, graceMs: number): Prom
 }
 
 /** Waits until nothing of the group is alive or `ms` have passed; resolves with whether it is gone. */
-export async function waitUntilGone(group: ProcessGroup, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (await group.alive()) {
-    if (Date.now() >= deadline) return false;
-    await pause(25);
-  }
-  return true;
+export function waitUntilGone(group: ProcessGroup, ms: number): Promise<boolean> {
+  return waitWhileAlive(() => group.alive(), ms);
 }
 
 /** The exit code a shell would report: the code, or 128 plus the number of the signal. */

@@ -185,7 +185,7 @@ export class PlatformRouteTable implements RouteTable {
     for (const { app } of names) {
       if (targets.has(app)) continue;
       // The scheduler's memory answers at once: no await (a promise each) for every one of 10,000s of apps.
-      const found = this.targetsNow(app);
+      const found = this.targetsOf(app);
       const current = found instanceof Promise ? await found : found;
       const before = last?.targets.get(app);
       if (before !== undefined && sameTargets(before, current)) targets.set(app, before);
@@ -206,7 +206,7 @@ export class PlatformRouteTable implements RouteTable {
     for (const app of apps) {
       const before = last.targets.get(app);
       if (before === undefined) continue;
-      const found = this.targetsNow(app);
+      const found = this.targetsOf(app);
       const current = found instanceof Promise ? await found : found;
       if (sameTargets(before, current)) continue;
       last.targets.set(app, current);
@@ -243,31 +243,27 @@ export class PlatformRouteTable implements RouteTable {
     return listed;
   }
 
-  /** `targetsOf`, without a promise when the scheduler answers at once. */
-  private targetsNow(app: string): RouteTarget[] | Promise<RouteTarget[]> {
-    if (this.processes === null) return [];
-    const web = this.processes.endpoints(app, 'web');
-    if (web instanceof Promise) return this.targetsOf(app);
-    let targets = web;
-    if (targets.length === 0) {
-      const own = this.processes.endpoints(app, IMAGE_PROCESS_TYPE);
-      if (own instanceof Promise) return this.targetsOf(app);
-      targets = own;
-    }
-    return this.notLeaving(targets);
+  /**
+   * The app's `web` processes that are up and not leaving (its `cmd` ones when it has no
+   * `web`); without a promise when the scheduler answers at once (its memory), so that a
+   * listing of 10,000s of apps makes no promise for each.
+   */
+  private targetsOf(app: string): RouteTarget[] | Promise<RouteTarget[]> {
+    const processes = this.processes;
+    if (processes === null) return [];
+    const chosen = (web: Array<RouteTarget & { id?: string }>): RouteTarget[] | Promise<RouteTarget[]> => {
+      if (web.length > 0) return this.notLeaving(web);
+      // An image deployed without a Procfile runs its own command as the type `cmd`: it serves the app then.
+      const own = processes.endpoints(app, IMAGE_PROCESS_TYPE);
+      return own instanceof Promise ? own.then((found) => this.notLeaving(found)) : this.notLeaving(own);
+    };
+    const web = processes.endpoints(app, 'web');
+    return web instanceof Promise ? web.then(chosen) : chosen(web);
   }
 
   private notLeaving(targets: Array<RouteTarget & { id?: string }>): RouteTarget[] {
     const leaving = this.leaving?.ids;
     return targets.filter((target) => target.id === undefined || leaving === undefined || !leaving.has(target.id)).map((target) => ({ host: target.host, port: target.port }));
-  }
-
-  /** The app's `web` processes that are up and not leaving (its `cmd` ones when it has no `web`). */
-  private async targetsOf(app: string): Promise<RouteTarget[]> {
-    let targets = this.processes === null ? [] : await this.processes.endpoints(app, 'web');
-    // An image deployed without a Procfile runs its own command as the type `cmd`: it serves the app then.
-    if (targets.length === 0 && this.processes !== null) targets = await this.processes.endpoints(app, IMAGE_PROCESS_TYPE);
-    return this.notLeaving(targets);
   }
 
   private async appOf(name: string): Promise<{ app: string; redirect: boolean } | null> {

@@ -91,6 +91,11 @@ interface ListedName {
   redirect: boolean;
 }
 
+/** The listing's routes: each name with its app's processes. */
+function routesOf(names: readonly ListedName[], targets: ReadonlyMap<string, RouteTarget[]>): Array<[string, ResolvedRoute]> {
+  return names.map(({ host, app, redirect }) => [host, { app, ...(redirect ? { httpsRedirect: true } : {}), targets: targets.get(app) ?? [] }]);
+}
+
 /**
  * The router's routes on the platform: `<app>.<platform domain>` belongs to that app when it
  * exists, any other host name to the app that added it as a domain; the targets are the app's
@@ -195,7 +200,7 @@ export class PlatformRouteTable implements RouteTable {
       }
     }
     if (!changed && last !== null) return last.routes;
-    const routes: Array<[string, ResolvedRoute]> = names.map(({ host, app, redirect }) => [host, { app, ...(redirect ? { httpsRedirect: true } : {}), targets: targets.get(app) ?? [] }]);
+    const routes = routesOf(names, targets);
     this.lastListing = { names, targets, routes };
     return routes;
   }
@@ -213,7 +218,7 @@ export class PlatformRouteTable implements RouteTable {
       changed = true;
     }
     if (!changed) return last.routes;
-    const routes: Array<[string, ResolvedRoute]> = last.names.map(({ host, app, redirect }) => [host, { app, ...(redirect ? { httpsRedirect: true } : {}), targets: last.targets.get(app) ?? [] }]);
+    const routes = routesOf(last.names, last.targets);
     this.lastListing = { ...last, routes };
     return routes;
   }

@@ -180,6 +180,11 @@ docker_engine_start() {
   ip link add "$SVC_CI_DOCKER_BRIDGE" type bridge && ip addr add "$subnet.1/24" dev "$SVC_CI_DOCKER_BRIDGE" &&
     ip link set "$SVC_CI_DOCKER_BRIDGE" up || { docker_engine_log "could not make the bridge $SVC_CI_DOCKER_BRIDGE"; return 1; }
 
+  # The networks the tests make on this engine (each test's platform network, build networks,
+  # the compose test's) come from the rest of that 10.x.0.0/16 in /24s: 255 of them. Docker's
+  # default pools (172.17-31.0.0/16 and 192.168.x.0/20) hold about 31 networks, shared with
+  # every other engine and bridge of the machine; once they are used up, a controller cannot
+  # make its platform network and does not start.
   # User-namespace remapping (root in a container is an unprivileged uid of the host): the
   # controller refuses Dockerfile builds on an engine without it. The remapped root must be
   # able to walk down to the data root, hence o+x on its folder. Logs are bounded by default.
@@ -193,6 +198,7 @@ docker_engine_start() {
     --pidfile "$dir/dockerd.pid" \
     -H "unix://$dir/docker.sock" \
     --bridge="$SVC_CI_DOCKER_BRIDGE" \
+    --default-address-pool "base=10.$n.0.0/16,size=24" \
     --iptables=true \
     >"$dir/dockerd.log" 2>&1 &
   export TEST_DOCKER_HOST="unix://$dir/docker.sock"

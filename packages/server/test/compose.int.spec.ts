@@ -159,7 +159,11 @@ describeWithEngine('compose.yaml without a registry (docker-compose, images made
 
   it('PostgreSQL from Debian\'s packages and the controller both become healthy; /readyz answers 200', async () => {
     await waitFor('postgres healthy', 120_000, async () => ((await health('postgres')) === 'healthy' ? true : null));
-    await waitFor('controller healthy', 180_000, async () => ((await health('controller')) === 'healthy' ? true : null));
+    await waitFor('controller healthy', 180_000, async () => ((await health('controller')) === 'healthy' ? true : null)).catch(async (error: Error) => {
+      // Why it is not healthy: the controller's last log lines, in the failure itself.
+      const logs = await compose('logs', '--no-color', '--tail', '60', 'controller').catch((reason: unknown) => `(no logs: ${String(reason)})`);
+      throw new Error(`${error.message}\ncontroller's last log lines:\n${logs}`);
+    });
     expect((await fetch(`${api}/readyz`)).status).toBe(200);
   }, 6 * 60_000);
 

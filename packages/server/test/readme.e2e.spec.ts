@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { LABELS, createEngine, unguardBuildBridge, unguardHostFromBridge } from '@svc/scheduler-docker';
 import { describeWithSandbox, sandboxUnavailable, testUidRange } from '../../scheduler-process/test/support/sandbox';
 
 /*
@@ -74,7 +75,21 @@ if (ENGINE !== null) {
     it('runs every walk as written', async () => {
       // The engine is shared with other tests: a network, bridge and instance name of its own.
       const tag = process.pid.toString(36);
-      const { code, output } = await readmeCheck({ DOCKER_HOST: ENGINE, DOCKER_NETWORK: `svc-readme-${tag}`, DOCKER_BRIDGE: `svcrd${tag}`.slice(0, 15), DOCKER_INSTANCE: `readme-${tag}`, BUILDPACK_NETWORK: `svc-readme-build-${tag}`, BUILDPACK_BRIDGE: `svcrb${tag}`.slice(0, 15) });
+      const names = { DOCKER_NETWORK: `svc-readme-${tag}`, DOCKER_BRIDGE: `svcrd${tag}`.slice(0, 15), DOCKER_INSTANCE: `readme-${tag}`, BUILDPACK_NETWORK: `svc-readme-build-${tag}`, BUILDPACK_BRIDGE: `svcrb${tag}`.slice(0, 15) };
+      let outcome: { code: number | null; output: string };
+      try {
+        outcome = await readmeCheck({ DOCKER_HOST: ENGINE, ...names });
+      } finally {
+        // What the walks' controllers made on the shared engine and host goes with them: their
+        // containers, both networks (each holds one of the engine's address pools) and the guards.
+        const docker = createEngine(ENGINE);
+        const left = await docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${names.DOCKER_INSTANCE}`] } });
+        await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+        for (const network of [names.DOCKER_NETWORK, names.BUILDPACK_NETWORK]) await docker.getNetwork(network).remove().catch(() => undefined);
+        await unguardHostFromBridge(names.DOCKER_BRIDGE);
+        await unguardBuildBridge(names.BUILDPACK_BRIDGE);
+      }
+      const { code, output } = outcome;
       expect(output).toContain('readme-check: the cli walk passed');
       expect(output).toContain('readme-check: the api walk passed');
       expect(output).toContain('readme-check: the git walk passed');

@@ -1,4 +1,4 @@
-import type { AppRow, ConfigRow, ContainerRow, ReleaseRow, TokenRow, UserRow } from './schema';
+import type { AppRow, ConfigRow, ContainerRow, DomainRow, ReleaseRow, TokenRow, UserRow } from './schema';
 import { readBoolean, readInstant, readInteger, readJson, readOptionalInstant } from './sql';
 
 /*
@@ -15,6 +15,7 @@ export const TOKEN_COLUMNS = '"hash", "username", "created", "expires"';
 export const APP_COLUMNS = '"uuid", "id", "owner", "structure", "created", "updated"';
 export const CONFIG_COLUMNS = '"uuid", "app", "owner", "values", "memory", "cpu", "tags", "created", "updated"';
 export const RELEASE_COLUMNS = '"uuid", "app", "owner", "version", "build", "config", "summary", "created", "updated"';
+export const DOMAIN_COLUMNS = '"uuid", "app", "domain", "owner", "created", "updated"';
 export const CONTAINER_COLUMNS = '"uuid", "app", "owner", "release", "type", "num", "state", "created", "updated"';
 
 /** `"a", "b"` as `p."a", p."b"`. */
@@ -56,6 +57,17 @@ export function appRowOf(raw: RawRow): AppRow {
     id: raw.id as string,
     owner: raw.owner as string,
     structure: readJson(raw.structure),
+    created: readInstant(raw.created),
+    updated: readInstant(raw.updated),
+  };
+}
+
+export function domainRowOf(raw: RawRow): DomainRow {
+  return {
+    uuid: raw.uuid as string,
+    app: raw.app as string,
+    domain: raw.domain as string,
+    owner: raw.owner as string,
     created: readInstant(raw.created),
     updated: readInstant(raw.updated),
   };

@@ -226,15 +226,19 @@ export class PlatformRouteTable implements RouteTable {
   private async readNames(): Promise<ListedName[]> {
     const repos = this.uow.repositories;
     const listed: ListedName[] = [];
-    for (let offset = 0; ; offset += ROUTE_LIST_PAGE) {
-      const page = await repos.apps.listVisibleTo(null, { offset, limit: ROUTE_LIST_PAGE });
-      for (const app of page.items) listed.push({ host: `${app.id}${this.suffix}`.toLowerCase(), app: app.id, redirect: false });
-      if (page.items.length < ROUTE_LIST_PAGE) break;
+    // Keyset pages (each starts after the last key of the one before), so that 100,000s of apps
+    // cost pages as cheap as the first, and only the ids of the apps are read.
+    for (let after: string | null = null; ; ) {
+      const ids = await repos.apps.idsAfter(after, ROUTE_LIST_PAGE);
+      for (const id of ids) listed.push({ host: `${id}${this.suffix}`.toLowerCase(), app: id, redirect: false });
+      if (ids.length < ROUTE_LIST_PAGE) break;
+      after = ids[ids.length - 1] as string;
     }
-    for (let offset = 0; ; offset += ROUTE_LIST_PAGE) {
-      const page = await repos.domains.list({ offset, limit: ROUTE_LIST_PAGE });
-      for (const domain of page.items) listed.push({ host: domain.domain.toLowerCase(), app: domain.app, redirect: false });
-      if (page.items.length < ROUTE_LIST_PAGE) break;
+    for (let after: string | null = null; ; ) {
+      const domains = await repos.domains.listAfter(after, ROUTE_LIST_PAGE);
+      for (const domain of domains) listed.push({ host: domain.domain.toLowerCase(), app: domain.app, redirect: false });
+      if (domains.length < ROUTE_LIST_PAGE) break;
+      after = (domains[domains.length - 1] as { domain: string }).domain;
     }
     const redirects = this.redirects;
     if (redirects !== undefined) {

@@ -94,7 +94,7 @@ describe('PlatformRouteTable.list', () => {
     }
     const reads: Record<string, number> = {};
     const repos = uow.repositories;
-    for (const [repo, method] of [['apps', 'listVisibleTo'], ['apps', 'findById'], ['domains', 'list'], ['domains', 'find']] as const) {
+    for (const [repo, method] of [['apps', 'idsAfter'], ['apps', 'findById'], ['domains', 'listAfter'], ['domains', 'find']] as const) {
       const target = repos[repo] as unknown as Record<string, (...args: unknown[]) => unknown>;
       const original = target[method]!.bind(target);
       target[method] = (...args: unknown[]) => {
@@ -119,7 +119,7 @@ describe('PlatformRouteTable.list', () => {
     expect(listed.get('app-7.apps.test')).toEqual({ app: 'app-7', targets: [{ host: '127.0.0.1', port: 20007 }] });
     expect(listed.get('www.app-7.example')).toEqual({ app: 'app-7', targets: [{ host: '127.0.0.1', port: 20007 }] });
     expect(listed.get('www.other.example')).toEqual({ app: 'other', targets: [] });
-    expect(reads).toEqual({ 'apps.listVisibleTo': 3, 'domains.list': 3 });
+    expect(reads).toEqual({ 'apps.idsAfter': 3, 'domains.listAfter': 3 });
     // One endpoints question per app (and its cmd fallback), however many names it has.
     expect(processes.asked.filter((asked) => asked === 'app-7/web')).toHaveLength(1);
     // The same answer resolve gives, name by name.
@@ -137,17 +137,17 @@ describe('PlatformRouteTable.list', () => {
 
     const cached = new Map(await table.list());
     expect(cached.get('www.app-1.example')).toEqual({ app: 'app-1', targets: [{ host: '127.0.0.1', port: 20001 }] });
-    expect(reads['domains.list']).toBe(1);
+    expect(reads['domains.listAfter']).toBe(1);
     // A config change or a deploy: the names stay, the processes are asked again.
     table.forget(true);
     processes.byApp.set('app-1', [{ host: '127.0.0.1', port: 20011 }]);
     expect(new Map(await table.list()).get('www.app-1.example')).toEqual({ app: 'app-1', targets: [{ host: '127.0.0.1', port: 20011 }] });
-    expect(reads['domains.list']).toBe(1);
+    expect(reads['domains.listAfter']).toBe(1);
     table.forget();
     expect(new Map(await table.list()).has('www.app-1.example')).toBe(false);
     now = 1000;
     await table.list();
-    expect(reads['domains.list']).toBe(3);
+    expect(reads['domains.listAfter']).toBe(3);
   });
 
   it('after API writes that changed no name, asks only their apps for processes; the next listing asks every app again', async () => {
@@ -185,7 +185,7 @@ describe('PlatformRouteTable.list', () => {
     expect(second).not.toBe(first);
     expect(new Map(second).get('www.app-2.example')).toEqual({ app: 'app-2', targets: [{ host: '127.0.0.1', port: 20002 }] });
     expect(await table.list()).toBe(second);
-    expect(reads['domains.list']).toBe(1);
+    expect(reads['domains.listAfter']).toBe(1);
   });
 
   it('marks the names that redirect to HTTPS, asking only about the apps that redirect at all', async () => {

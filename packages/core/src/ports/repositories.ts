@@ -87,6 +87,12 @@ export interface AppRepository {
   delete(id: string): Promise<void>;
   /** Apps owned by `username` or shared with them; every app when `username` is null. */
   listVisibleTo(username: string | null, slice: Slice): Promise<Page<App>>;
+  /**
+   * The ids of every app in id order after `after` (from the first when null), at most
+   * `limit`: the router's listing of every route, in pages that each cost as little as the
+   * first (the next page starts after the last id of this one).
+   */
+  idsAfter(after: string | null, limit: number): Promise<string[]>;
   countOwnedBy(username: string): Promise<number>;
 }
 
@@ -138,8 +144,11 @@ export interface DomainRepository {
   create(domain: Domain): Promise<void>;
   delete(domain: string): Promise<void>;
   listForApp(app: string, slice: Slice): Promise<Page<Domain>>;
-  /** Every domain of every app, paged with the count (the router's listing of every route). */
-  list(slice: Slice): Promise<Page<Domain>>;
+  /**
+   * Every app's domains in domain order after `after` (from the first when null), at most
+   * `limit`: the router's listing of every route, in pages that each cost as little as the first.
+   */
+  listAfter(after: string | null, limit: number): Promise<Domain[]>;
 }
 
 /** SSH public keys. Lists are ordered by id. */

@@ -191,6 +191,16 @@ class MemoryApps implements AppRepository {
     return page(visible, slice);
   }
 
+  async idsAfter(after: string | null, limit: number): Promise<string[]> {
+    return this.c
+      .read()
+      .apps.values()
+      .map((a) => a.id)
+      .filter((id) => after === null || compare(id, after) > 0)
+      .sort(compare)
+      .slice(0, limit);
+  }
+
   async countOwnedBy(username: string): Promise<number> {
     return this.c.read().apps.filter((a) => a.owner === username).length;
   }

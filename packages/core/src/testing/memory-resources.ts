@@ -32,14 +32,13 @@ export class MemoryDomains implements DomainRepository {
     return page(rows, slice);
   }
 
-  async list(slice: Slice): Promise<Page<Domain>> {
-    return page(
-      this.c
-        .read()
-        .domains.values()
-        .sort((a, b) => compare(a.domain, b.domain)),
-      slice,
-    );
+  async listAfter(after: string | null, limit: number): Promise<Domain[]> {
+    return this.c
+      .read()
+      .domains.values()
+      .filter((d) => after === null || compare(d.domain, after) > 0)
+      .sort((a, b) => compare(a.domain, b.domain))
+      .slice(0, limit);
   }
 }
 

@@ -29,7 +29,7 @@ import {
   toDomain,
   toRelease,
 } from '../mapping';
-import { configRowOf, containerRowOf, countOf, releaseRowOf, CONFIG_COLUMNS, CONTAINER_COLUMNS, RELEASE_COLUMNS, type RawRow } from '../rows';
+import { configRowOf, containerRowOf, countOf, domainRowOf, releaseRowOf, CONFIG_COLUMNS, CONTAINER_COLUMNS, DOMAIN_COLUMNS, RELEASE_COLUMNS, type RawRow } from '../rows';
 import type { ContainerRow } from '../schema';
 import type { Session } from '../session';
 import { ManagerRunner, statement, writeInstant, writeJson } from '../sql';
@@ -43,6 +43,9 @@ const PAGE_OF_RELEASES = statement(`SELECT ${RELEASE_COLUMNS} FROM "releases" WH
 // Totals kept by triggers (migration ListCounts): counting the rows would cost every row.
 const COUNT_RELEASES = statement('SELECT "releases" AS "n" FROM "app_list_counts" WHERE "app" = ?');
 const COUNT_BUILDS = statement('SELECT "builds" AS "n" FROM "app_list_counts" WHERE "app" = ?');
+// Keyset pages of every domain along its unique index, without a count: each costs what the first does.
+const FIRST_DOMAINS = statement(`SELECT ${DOMAIN_COLUMNS} FROM "domains" ORDER BY "domain" LIMIT ?`);
+const DOMAINS_AFTER = statement(`SELECT ${DOMAIN_COLUMNS} FROM "domains" WHERE "domain" > ? ORDER BY "domain" LIMIT ?`);
 const CONTAINERS_OF_APP = {
   all: statement(`SELECT ${CONTAINER_COLUMNS} FROM "containers" WHERE "app" = ? ORDER BY "created", "type", "num", "uuid"`),
   ofType: statement(`SELECT ${CONTAINER_COLUMNS} FROM "containers" WHERE "app" = ? AND "type" = ? ORDER BY "created", "type", "num", "uuid"`),
@@ -252,10 +255,8 @@ export class TypeOrmDomainRepository implements DomainRepository {
     });
   }
 
-  list(slice: Slice): Promise<Page<Domain>> {
-    return this.session.read(async (manager) => {
-      const [rows, count] = await manager.findAndCount(this.session.schemas.domains, { order: { domain: 'ASC' }, skip: slice.offset, take: slice.limit });
-      return { count, items: rows.map(toDomain) };
-    });
+  async listAfter(after: string | null, limit: number): Promise<Domain[]> {
+    const rows = after === null ? await this.session.rows<RawRow>(FIRST_DOMAINS, [limit]) : await this.session.rows<RawRow>(DOMAINS_AFTER, [after, limit]);
+    return rows.map((raw) => toDomain(domainRowOf(raw)));
   }
 }

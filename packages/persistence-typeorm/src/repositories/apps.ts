@@ -24,6 +24,9 @@ const PAGE_OF_VISIBLE_APPS = statement(
 // Totals kept by triggers (migration ListCounts): counting the rows would cost every row.
 const COUNT_ALL_APPS = statement('SELECT "apps" AS "n" FROM "app_totals" WHERE "id" = 1');
 const COUNT_VISIBLE_APPS = statement('SELECT "apps" AS "n" FROM "visible_app_counts" WHERE "username" = ?');
+// Keyset pages of every app's id along its unique index: each page costs what the first does.
+const FIRST_APP_IDS = statement('SELECT "id" FROM "apps" ORDER BY "id" LIMIT ?');
+const APP_IDS_AFTER = statement('SELECT "id" FROM "apps" WHERE "id" > ? ORDER BY "id" LIMIT ?');
 const IS_COLLABORATOR = statement('SELECT 1 AS "granted" FROM "permissions" WHERE "app" = ? AND "username" = ?');
 
 /** AppRepository on TypeORM. */
@@ -75,6 +78,11 @@ export class TypeOrmAppRepository implements AppRepository {
         : this.session.rows<RawRow>(COUNT_VISIBLE_APPS, [username]),
     ]);
     return { count: countOf(counted), items: rows.map((raw) => toApp(appRowOf(raw))) };
+  }
+
+  async idsAfter(after: string | null, limit: number): Promise<string[]> {
+    const rows = after === null ? await this.session.rows<{ id: string }>(FIRST_APP_IDS, [limit]) : await this.session.rows<{ id: string }>(APP_IDS_AFTER, [after, limit]);
+    return rows.map((row) => row.id);
   }
 
   countOwnedBy(username: string): Promise<number> {

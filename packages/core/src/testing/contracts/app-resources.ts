@@ -402,20 +402,24 @@ export function describeDomains(uow: () => UnitOfWork): void {
       expect(page).toEqual({ count: 4, items: all.items.slice(2) });
     });
 
-    it("list returns every app's domains ordered by domain, paged with the count", async () => {
+    it("listAfter returns every app's domains ordered by domain, in keyset pages that start after the given domain", async () => {
       const repos = uow().repositories;
       for (const name of ['www.example.com', 'example.com']) await repos.domains.create(aDomain('myapp', name, 'alice'));
       await repos.domains.create(aDomain('other', 'aaa.example.net', 'alice'));
 
-      const all = await repos.domains.list(ALL);
+      const all = await repos.domains.listAfter(null, 10);
 
-      expect(all.count).toBe(3);
-      expect(all.items.map((d) => [d.domain, d.app])).toEqual([
+      expect(all.map((d) => [d.domain, d.app])).toEqual([
         ['aaa.example.net', 'other'],
         ['example.com', 'myapp'],
         ['www.example.com', 'myapp'],
       ]);
-      expect(await repos.domains.list({ offset: 1, limit: 1 })).toEqual({ count: 3, items: all.items.slice(1, 2) });
+      expect(all[0]).toEqual(await repos.domains.find('aaa.example.net'));
+      expect(await repos.domains.listAfter(null, 1)).toEqual(all.slice(0, 1));
+      expect(await repos.domains.listAfter('aaa.example.net', 1)).toEqual(all.slice(1, 2));
+      // A key that is no domain (one deleted since the page before) still starts after it.
+      expect(await repos.domains.listAfter('example.comz', 10)).toEqual(all.slice(2));
+      expect(await repos.domains.listAfter('www.example.com', 10)).toEqual([]);
     });
 
     it('delete removes that domain and frees the name', async () => {

@@ -145,6 +145,20 @@ export function describeApps(uow: () => UnitOfWork): void {
       expect(all.items.map((a) => a.id)).toEqual(['a-app', 'b-app', 'c-app']);
     });
 
+    it('idsAfter gives every app id in id order, in keyset pages that start after the given id', async () => {
+      const repos = uow().repositories;
+      for (const [id, owner] of [['c-app', 'carol'], ['a-app', 'bob'], ['b-app', 'alice'], ['d-app', 'bob']] as const) {
+        await seedApp(repos, id, owner);
+      }
+
+      expect(await repos.apps.idsAfter(null, 10)).toEqual(['a-app', 'b-app', 'c-app', 'd-app']);
+      expect(await repos.apps.idsAfter(null, 2)).toEqual(['a-app', 'b-app']);
+      expect(await repos.apps.idsAfter('b-app', 2)).toEqual(['c-app', 'd-app']);
+      // A key that is no app's (one deleted since the page before) still starts after it.
+      expect(await repos.apps.idsAfter('b-zzz', 10)).toEqual(['c-app', 'd-app']);
+      expect(await repos.apps.idsAfter('d-app', 10)).toEqual([]);
+    });
+
     it('listVisibleTo pages with the total count', async () => {
       const repos = uow().repositories;
       for (const id of ['app-4', 'app-1', 'app-3', 'app-2', 'app-5']) await seedApp(repos, id, 'alice');

@@ -145,7 +145,10 @@ describeWithSandbox('ProcessScheduler sandbox limits (hostile apps, real process
     let limit = '';
     let refused = '';
     let over = false;
-    const watching = s.run(aRun('bomb() { bomb | bomb & }; bomb; sleep 4', { timeoutSeconds: 8 })).finally(() => {
+    // Each call lives a second after it forked (its `sleep`), so that the bomb holds its count at the
+    // limit long enough to be seen: without it, it reached the limit and burnt out between two
+    // readings of pids.current on a fast machine, and the test saw 3 processes.
+    const watching = s.run(aRun('bomb() { bomb | bomb & sleep 1; }; bomb; sleep 4', { timeoutSeconds: 8 })).finally(() => {
       over = true;
     });
     const [dir] = await eventually(async () => ((await cgroupDirs()).length > 0 ? cgroupDirs() : undefined), 10_000, 'the cgroup');

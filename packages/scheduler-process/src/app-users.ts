@@ -1,8 +1,8 @@
 import { processesOf } from './proc';
 import { giveTree, type Sandbox } from './sandbox';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const APP_ID = /^[a-z0-9]+(-[a-z0-9]+)*$/;
-const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
 
 /** How one app's processes are confined: its user and its /etc files. */
 export interface Confinement {

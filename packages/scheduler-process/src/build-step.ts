@@ -4,6 +4,7 @@ import { LineSplitter, OutputTail, utf8Prefix } from './output';
 import { groupResidentBytes, processesByNamespace, residentBytesOf } from './proc';
 import { describeExit, spawnGroup, waitUntilGone, type ExitStatus, type ProcessGroup } from './process-group';
 import type { SandboxedCommand } from './sandbox';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** One step of a build (`bin/detect`, `bin/compile` or `bin/release`) to run. */
 export interface StepOptions {
@@ -42,8 +43,6 @@ export interface RunningStep {
   /** Kills every process of the step at once. */
   kill(): void;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
 
 /** The resident memory of every process of a step: its PID namespace's when sandboxed, else its process group's. */
 async function stepResidentBytes(group: ProcessGroup): Promise<number> {

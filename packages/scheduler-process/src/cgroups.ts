@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, readFile, readdir, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Where the kernel's control groups are mounted. */
 export const CGROUP_ROOT = '/sys/fs/cgroup';
@@ -97,8 +98,6 @@ export interface Cgroup {
   /** Removes it once no process is left in it (tries for a while); a cgroup that is gone is fine. */
   remove(): Promise<void>;
 }
-
-const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
 
 /**
  * The cgroups of one controller's sandbox, under `<root>/svc/<instance>` (one directory per

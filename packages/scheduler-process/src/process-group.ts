@@ -5,6 +5,7 @@ import { constants } from 'node:os';
 import { groupMembers, namespaceMembers, procAvailable, readStat } from './proc';
 import { sleep } from '@svc/supervisor-node';
 import type { SandboxedCommand } from './sandbox';
+import { setTimeout as pause } from 'node:timers/promises';
 
 /** How a process ended: an exit code, or the signal that killed it. */
 export interface ExitStatus {
@@ -64,8 +65,6 @@ export interface SandboxInfo {
   initStart: string | null;
   namespace: string;
 }
-
-const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Starts `sh -c <command>` detached, so that it leads a new process group (and session) that

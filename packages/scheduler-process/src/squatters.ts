@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { processesOf } from './proc';
 import type { UidRange } from './sandbox';
+import { setTimeout as pause } from 'node:timers/promises';
 
 /** A listening TCP socket: its port and the uid that owns it. */
 export interface Listener {
@@ -26,8 +27,6 @@ async function listeners(ports: ReadonlySet<number>): Promise<Listener[]> {
   const texts = await Promise.all(['/proc/net/tcp', '/proc/net/tcp6'].map((file) => readFile(file, 'utf8').catch(() => '')));
   return texts.flatMap((text) => listenersOn(text, ports));
 }
-
-const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Stops app processes that listen on the controller's own ports: while no controller process

@@ -127,6 +127,16 @@ docker_engine_stop() {
   local dir="${SVC_CI_DOCKER_DIR:-}"
   [ -n "$dir" ] || return 0
   if [ -f "$dir/registry.pid" ]; then kill "$(cat "$dir/registry.pid")" 2>/dev/null || true; fi
+  if [ -S "$dir/docker.sock" ] && command -v docker >/dev/null 2>&1; then
+    # The networks tests left (a build network, say) keep their Linux bridges on the host after
+    # the engine stops, where the next engine's network of the same bridge name would find them:
+    # they are removed first, with the containers that hold them.
+    local left
+    left="$(DOCKER_HOST="unix://$dir/docker.sock" timeout 30 docker ps -aq 2>/dev/null || true)"
+    # shellcheck disable=SC2086
+    [ -z "$left" ] || DOCKER_HOST="unix://$dir/docker.sock" timeout 60 docker rm -f $left >/dev/null 2>&1 || true
+    DOCKER_HOST="unix://$dir/docker.sock" timeout 60 docker network prune -f >/dev/null 2>&1 || true
+  fi
   if [ -f "$dir/dockerd.pid" ]; then
     local pid
     pid="$(cat "$dir/dockerd.pid")"

@@ -3,11 +3,11 @@ import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { LABELS, createEngine, unguardHostFromBridge, type Docker } from '@svc/scheduler-docker';
+import { LABELS, createEngine, type Docker } from '@svc/scheduler-docker';
 import { WorkingCopy, keyPair, type KeyPair } from '../../builder-git/test/support/git-client';
 import { sandboxUnavailable } from '../../scheduler-process/test/support/sandbox';
 import { loadConfig, startServer, type RunningServer } from '../src';
-import { ApiClient, signUp, testUidRange, viaRouter, type Session } from './support';
+import { ApiClient, removeEngineInstance, signUp, testUidRange, viaRouter, type Session } from './support';
 import { serveGitOverHttp, type GitHttpServer } from './support/git-http';
 
 jest.setTimeout(600_000);
@@ -195,10 +195,7 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
     if (name === 'docker' && TEST_DOCKER_HOST !== null) {
       const docker: Docker = createEngine(TEST_DOCKER_HOST);
       const values = env();
-      const left = await docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${values.DOCKER_INSTANCE}`] } });
-      await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
-      await docker.getNetwork(values.DOCKER_NETWORK as string).remove().catch(() => undefined);
-      await unguardHostFromBridge(values.DOCKER_BRIDGE as string);
+      await removeEngineInstance(docker, { instance: values.DOCKER_INSTANCE as string, network: values.DOCKER_NETWORK as string, bridge: values.DOCKER_BRIDGE as string });
     }
     if (root) await rm(root, { recursive: true, force: true });
   });

@@ -5,13 +5,13 @@ import { Agent, request } from 'node:http';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { LABELS, createEngine, unguardHostFromBridge, type Docker } from '@svc/scheduler-docker';
+import { createEngine, unguardHostFromBridge, type Docker } from '@svc/scheduler-docker';
 import { describeWithSandbox, testUidRange } from '../../scheduler-process/test/support/sandbox';
 import { startController, type ControllerProcess } from './processes/controller-process';
 import { call, callUntil, registerAndLogin } from './processes/http';
 import { startRouter, type RouterProcess } from './processes/router-process';
 import { buildWorkspace, type WorkspaceBuild } from './processes/workspace-build';
-import { inlineNode } from './support';
+import { inlineNode, removeEngineInstance } from './support';
 
 jest.setTimeout(300_000);
 
@@ -492,12 +492,9 @@ describeEngine('a controller restart behind a router process of its own, on a Do
 
   afterAll(async () => {
     if (docker) {
-      const left = await docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${env.DOCKER_INSTANCE}`] } });
-      await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
-      await docker.getNetwork(env.DOCKER_NETWORK).remove().catch(() => undefined);
+      await removeEngineInstance(docker, { instance: env.DOCKER_INSTANCE, network: env.DOCKER_NETWORK, bridge: env.DOCKER_BRIDGE });
       await docker.getImage(image).remove({ force: true }).catch(() => undefined);
-    }
-    await unguardHostFromBridge(env.DOCKER_BRIDGE);
+    } else await unguardHostFromBridge(env.DOCKER_BRIDGE);
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { LABELS, createEngine, unguardHostFromBridge, type Docker } from '@svc/scheduler-docker';
 import { loadConfig, startServer, type RunningServer } from '../src';
-import { ApiClient, ENGINE_E2E_ENV, signUp, viaRouter, type Session } from './support';
+import { ApiClient, ENGINE_E2E_ENV, removeEngineInstance, signUp, viaRouter, type Session } from './support';
 
 jest.setTimeout(300_000);
 
@@ -107,12 +107,9 @@ describeEngine('the controller on a Docker engine (SCHEDULER=docker)', () => {
     await alice?.api.delete(`/v1/apps/${app}/`).catch(() => undefined);
     await server?.close();
     if (docker) {
-      const left = await docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${env.DOCKER_INSTANCE}`] } });
-      await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
-      await docker.getNetwork(env.DOCKER_NETWORK).remove().catch(() => undefined);
+      await removeEngineInstance(docker, { instance: env.DOCKER_INSTANCE, network: env.DOCKER_NETWORK, bridge: env.DOCKER_BRIDGE });
       for (const image of Object.values(images ?? {})) await docker.getImage(image).remove({ force: true }).catch(() => undefined);
-    }
-    await unguardHostFromBridge(env.DOCKER_BRIDGE);
+    } else await unguardHostFromBridge(env.DOCKER_BRIDGE);
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 

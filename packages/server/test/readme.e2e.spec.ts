@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
-import { LABELS, createEngine, unguardBuildBridge, unguardHostFromBridge } from '@svc/scheduler-docker';
+import { createEngine, unguardBuildBridge } from '@svc/scheduler-docker';
 import { describeWithSandbox, sandboxUnavailable, testUidRange } from '../../scheduler-process/test/support/sandbox';
+import { removeEngineInstance } from './support/docker';
 
 /*
  * The README followed as written (scripts/readme-check.mjs): its CLI walk, API walk and git
@@ -83,10 +84,8 @@ if (ENGINE !== null) {
         // What the walks' controllers made on the shared engine and host goes with them: their
         // containers, both networks (each holds one of the engine's address pools) and the guards.
         const docker = createEngine(ENGINE);
-        const left = await docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${names.DOCKER_INSTANCE}`] } });
-        await Promise.all(left.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
-        for (const network of [names.DOCKER_NETWORK, names.BUILDPACK_NETWORK]) await docker.getNetwork(network).remove().catch(() => undefined);
-        await unguardHostFromBridge(names.DOCKER_BRIDGE);
+        await removeEngineInstance(docker, { instance: names.DOCKER_INSTANCE, network: names.DOCKER_NETWORK, bridge: names.DOCKER_BRIDGE });
+        await docker.getNetwork(names.BUILDPACK_NETWORK).remove().catch(() => undefined);
         await unguardBuildBridge(names.BUILDPACK_BRIDGE);
       }
       const { code, output } = outcome;

@@ -6,3 +6,4 @@ export * from './types';
 export * from './expectations';
 export * from './router';
 export * from './swarm';
+export * from './docker';

@@ -81,6 +81,21 @@ export interface PlatformRouteTableOptions {
 /** Apps and domains read per query when every route is listed. */
 export const ROUTE_LIST_PAGE = 1000;
 
+/**
+ * Every item of a listing read in keyset pages of ROUTE_LIST_PAGE, each starting after the key
+ * of the last item of the one before: 100,000s of rows cost pages as cheap as the first.
+ */
+async function everyPage<T>(page: (after: string | null, limit: number) => Promise<T[]>, keyOf: (item: T) => string): Promise<T[]> {
+  const items: T[] = [];
+  for (let after: string | null = null; ; ) {
+    const read = await page(after, ROUTE_LIST_PAGE);
+    items.push(...read);
+    const last = read[read.length - 1];
+    if (read.length < ROUTE_LIST_PAGE || last === undefined) return items;
+    after = keyOf(last);
+  }
+}
+
 const sameTargets = (a: readonly RouteTarget[], b: readonly RouteTarget[]): boolean =>
   a.length === b.length && a.every((target, i) => target.host === b[i]?.host && target.port === b[i]?.port);
 
@@ -226,19 +241,12 @@ export class PlatformRouteTable implements RouteTable {
   private async readNames(): Promise<ListedName[]> {
     const repos = this.uow.repositories;
     const listed: ListedName[] = [];
-    // Keyset pages (each starts after the last key of the one before), so that 100,000s of apps
-    // cost pages as cheap as the first, and only the ids of the apps are read.
-    for (let after: string | null = null; ; ) {
-      const ids = await repos.apps.idsAfter(after, ROUTE_LIST_PAGE);
-      for (const id of ids) listed.push({ host: `${id}${this.suffix}`.toLowerCase(), app: id, redirect: false });
-      if (ids.length < ROUTE_LIST_PAGE) break;
-      after = ids[ids.length - 1] as string;
+    // Only the ids of the apps are read.
+    for (const id of await everyPage((after, limit) => repos.apps.idsAfter(after, limit), (id) => id)) {
+      listed.push({ host: `${id}${this.suffix}`.toLowerCase(), app: id, redirect: false });
     }
-    for (let after: string | null = null; ; ) {
-      const domains = await repos.domains.listAfter(after, ROUTE_LIST_PAGE);
-      for (const domain of domains) listed.push({ host: domain.domain.toLowerCase(), app: domain.app, redirect: false });
-      if (domains.length < ROUTE_LIST_PAGE) break;
-      after = (domains[domains.length - 1] as { domain: string }).domain;
+    for (const domain of await everyPage((after, limit) => repos.domains.listAfter(after, limit), (domain) => domain.domain)) {
+      listed.push({ host: domain.domain.toLowerCase(), app: domain.app, redirect: false });
     }
     const redirects = this.redirects;
     if (redirects !== undefined) {

@@ -18,6 +18,9 @@ const shared = {
 };
 
 const config: Config = {
+  // Two test files at a time: most integration and end-to-end suites wait on engines,
+  // processes and the network, so two of them share a two-core machine well.
+  maxWorkers: 2,
   projects: [
     {
       ...shared,

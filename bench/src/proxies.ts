@@ -93,19 +93,26 @@ export function treeOf(pid: number | undefined): number[] {
 }
 
 /**
- * Installs Debian's package of the proxy when its binary is missing (`apt-get install -y`,
- * after `apt-get update` when the first attempt fails). False when it is still missing.
+ * Installs a Debian package when its binary is missing (`apt-get install -y`, after
+ * `apt-get update` when the first attempt fails). False when the binary is still missing.
  */
-export function ensureInstalled(kind: ProxyKind, log: (line: string) => void): boolean {
-  if (existsSync(BINARIES[kind])) return true;
-  log(`${BINARIES[kind]} is missing: apt-get install -y ${kind}`);
-  const install = (): boolean => spawnSync('apt-get', ['install', '-y', kind], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0;
+export function ensurePackage(name: string, binary: string, log: (line: string) => void): boolean {
+  if (existsSync(binary)) return true;
+  log(`${binary} is missing: apt-get install -y ${name}`);
+  const install = (): boolean => spawnSync('apt-get', ['install', '-y', name], { stdio: 'ignore', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } }).status === 0;
   if (!install()) {
     spawnSync('apt-get', ['update'], { stdio: 'ignore' });
     install();
   }
-  if (existsSync(BINARIES[kind])) return true;
-  log(`${kind} could not be installed: it is left out`);
+  if (existsSync(binary)) return true;
+  log(`${name} could not be installed`);
+  return false;
+}
+
+/** Installs Debian's package of the proxy when its binary is missing; false (the proxy is left out) when it is still missing. */
+export function ensureInstalled(kind: ProxyKind, log: (line: string) => void): boolean {
+  if (ensurePackage(kind, BINARIES[kind], log)) return true;
+  log(`${kind} is left out`);
   return false;
 }
 

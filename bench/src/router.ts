@@ -22,9 +22,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runLoad, type LoadResult } from './load';
-import { answers, cpuSeconds, startProxy, treeOf, waitFor, type ProxyKind, type RunningProxy } from './proxies';
+import { answers, cpuSeconds, ensurePackage, startProxy, treeOf, waitFor, type ProxyKind, type RunningProxy } from './proxies';
 import { freePort } from './processes';
 import type { HostMessage, HostRequest, ListingCost } from './router-host';
+import { runWrk, WRK } from './wrk';
 
 export const HOST = 'app.bench.test';
 const DURATION_S = Number(process.env.BENCH_DURATION ?? '5');
@@ -153,6 +154,23 @@ export async function startRouterHost(env: Record<string, string>): Promise<Rout
   };
 }
 
+/** The load of one run, from the client chosen. */
+export const loadOf = (client: LoadClient): typeof runLoad => (client === 'wrk' ? runWrk : runLoad);
+
+/**
+ * The load's client: wrk (Debian's package, installed when missing) unless
+ * BENCH_ROUTER_CLIENT=autocannon. autocannon, in Node.js, is slower than the proxies it
+ * measures here: its figures show the client's limit more than the proxies' differences.
+ */
+export type LoadClient = 'wrk' | 'autocannon';
+
+export function loadClient(): LoadClient {
+  if (process.env.BENCH_ROUTER_CLIENT === 'autocannon') return 'autocannon';
+  if (ensurePackage('wrk', WRK, log)) return 'wrk';
+  log('wrk is missing: the load comes from autocannon, which is slower than the proxies it measures');
+  return 'autocannon';
+}
+
 /** A run's figures with the CPU time the proxy's (or app's) processes used per 1000 answers. */
 export interface Measured extends LoadResult {
   cpuMsPer1000: number;
@@ -172,6 +190,7 @@ export interface RouterRow {
 /** What the router section measured. */
 export interface RouterResult {
   workers: number;
+  client: LoadClient;
   proxies: ProxyKind[];
   rows: RouterRow[];
   deploy: { deploys: number; ok: number; failed: number; rps: number };
@@ -179,13 +198,14 @@ export interface RouterResult {
 }
 
 /** One run of `durationS` after a second of warm-up, with the CPU time `pids` used during it. */
-export async function measure(port: number, tls: boolean, path: string, connections: number, pids: number[], host = HOST, durationS = DURATION_S): Promise<Measured> {
+export async function measure(port: number, tls: boolean, path: string, connections: number, pids: number[], host = HOST, durationS = DURATION_S, client: LoadClient = 'autocannon'): Promise<Measured> {
   const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
   const spec = { method: 'GET' as const, path, headers: { Host: host } };
   const shape = { connections, ...(tls ? { servername: host } : {}) };
-  await runLoad(url, spec, { ...shape, durationS: 1 });
+  const load = loadOf(client);
+  await load(url, spec, { ...shape, durationS: 1 });
   const before = pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
-  const result = await runLoad(url, spec, { ...shape, durationS });
+  const result = await load(url, spec, { ...shape, durationS });
   const used = pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0) - before;
   return { ...result, cpuMsPer1000: result.ok > 0 ? (used * 1000 * 1000) / result.ok : Number.NaN };
 }
@@ -218,6 +238,7 @@ export function routerTargets(rows: RouterRow[], deploy: RouterResult['deploy'])
 /** Runs the router section and returns its figures. */
 export async function benchRouter(): Promise<RouterResult> {
   const workers = process.env.ROUTER_WORKERS === undefined || process.env.ROUTER_WORKERS === 'auto' ? availableParallelism() : Number(process.env.ROUTER_WORKERS);
+  const client = loadClient();
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-router-'));
   const { cert, key } = await prepareFiles(dir, HOST);
   let app = await startApp(dir);
@@ -228,11 +249,11 @@ export async function benchRouter(): Promise<RouterResult> {
       const proxy = await startProxy(kind, dir, { appPort: app.port, host: HOST, workers, cert, key }, log);
       if (proxy !== null) proxies.push(proxy);
     }
-    log(`app on ${app.port}/${app.tlsPort}, router (${workers} workers) on ${router.port}/${router.tlsPort}${proxies.map((p) => `, ${p.kind} on ${p.port}/${p.tlsPort}`).join('')}`);
+    log(`load from ${client}; app on ${app.port}/${app.tlsPort}, router (${workers} workers) on ${router.port}/${router.tlsPort}${proxies.map((p) => `, ${p.kind} on ${p.port}/${p.tlsPort}`).join('')}`);
     // Node's JIT needs some thousands of requests in each worker before it runs at speed (the others need none).
     log('warming the router up');
     for (const tls of [false, true]) {
-      for (const size of SIZES) await measure(tls ? router.tlsPort : router.port, tls, size.path, 16, [], HOST, 2);
+      for (const size of SIZES) await measure(tls ? router.tlsPort : router.port, tls, size.path, 16, [], HOST, 2, client);
     }
     const rows: RouterRow[] = [];
     for (const size of SIZES) {
@@ -246,7 +267,7 @@ export async function benchRouter(): Promise<RouterResult> {
             ...proxies.map((proxy) => ({ side: proxy.kind, port: tls ? proxy.tlsPort : proxy.port, pids: async () => proxy.pids() })),
           ];
           for (const { side, port, pids } of sides) {
-            figures[side] = await measure(port, tls, size.path, connections, await pids());
+            figures[side] = await measure(port, tls, size.path, connections, await pids(), HOST, DURATION_S, client);
             log(`${what}: ${side} ${Math.round(figures[side]?.rps ?? 0)} requests/s`);
           }
           rows.push({ size: size.name, tls, connections, figures });
@@ -258,7 +279,7 @@ export async function benchRouter(): Promise<RouterResult> {
     // Deploys under load: the controller's order (new process up, old one out of the routes in every worker, then stopped).
     log('deploys under 64 connections');
     const deploys = 2;
-    const load = runLoad(`http://127.0.0.1:${router.port}`, { method: 'GET', path: '/', headers: { Host: HOST } }, { connections: 64, durationS: DURATION_S + 4 });
+    const load = loadOf(client)(`http://127.0.0.1:${router.port}`, { method: 'GET', path: '/', headers: { Host: HOST } }, { connections: 64, durationS: DURATION_S + 4 });
     for (let i = 0; i < deploys; i++) {
       await new Promise((resolve) => setTimeout(resolve, 1500));
       const next = await startApp(dir);
@@ -270,7 +291,7 @@ export async function benchRouter(): Promise<RouterResult> {
     }
     const during = await load;
     const deploy = { deploys, ok: during.ok, failed: during.failed, rps: during.rps };
-    return { workers, proxies: PROXIES.filter((kind) => rows.some((row) => row.figures[kind] !== undefined)), rows, deploy, targets: routerTargets(rows, deploy) };
+    return { workers, client, proxies: PROXIES.filter((kind) => rows.some((row) => row.figures[kind] !== undefined)), rows, deploy, targets: routerTargets(rows, deploy) };
   } finally {
     for (const proxy of proxies) await proxy.stop().catch(() => undefined);
     await router.stop();
@@ -285,7 +306,7 @@ const fmt = (value: number | undefined, digits = 2): string => (value !== undefi
 export function routerReport(result: RouterResult, table: (head: string[], rows: string[][]) => string): string {
   const sides: Side[] = ['direct', 'router', ...result.proxies];
   const out = [
-    `Router (${result.workers} router workers, ${result.proxies.map((kind) => `${kind} with ${result.workers} ${kind === 'nginx' ? 'workers' : 'threads'}`).join(', ') || 'no other proxy installed'}): requests/s, ` +
+    `Router (load from ${result.client}; ${result.workers} router workers, ${result.proxies.map((kind) => `${kind} with ${result.workers} ${kind === 'nginx' ? 'workers' : 'threads'}`).join(', ') || 'no other proxy installed'}): requests/s, ` +
       'its ratio to the direct figure, and CPU ms used per 1000 answers by the app (direct) or all the proxy\'s processes:',
     '',
   ];

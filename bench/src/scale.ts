@@ -26,10 +26,10 @@ import { LABELS, createEngine } from '@svc/scheduler-docker';
 import { createDatabase } from '@svc/persistence-typeorm';
 import { api } from './docker';
 import { IMAGE, WEB_COMMAND, cleanEngine, dockerControllerEnv, loginAs } from './deploy-speed';
-import { runLoad, type LoadResult } from './load';
+import type { LoadResult } from './load';
 import { cpuSeconds, rssMiB } from './proxies';
 import { freePort, startServer, type ServerProcess } from './processes';
-import { prepareFiles, startApp, startRouterHost } from './router';
+import { loadClient, loadOf, prepareFiles, startApp, startRouterHost } from './router';
 import type { ListingCost } from './router-host';
 import { SqliteSeeder, seedDomains, seedUser } from './seed';
 
@@ -108,6 +108,8 @@ export function restoredCount(output: string): number | null {
 
 async function benchRoutes(log: (line: string) => void): Promise<Omit<ScaleResult, 'adoption'>> {
   const workers = process.env.ROUTER_WORKERS === undefined || process.env.ROUTER_WORKERS === 'auto' ? availableParallelism() : Number(process.env.ROUTER_WORKERS);
+  const client = loadClient();
+  const send = loadOf(client);
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-scale-'));
   const dataDir = join(dir, 'data');
   await mkdir(dataDir, { recursive: true });
@@ -120,7 +122,7 @@ async function benchRoutes(log: (line: string) => void): Promise<Omit<ScaleResul
   await seeder.addApps('scale', ids);
   seedDomains(seeder, 'scale', ids, DOMAIN_SUFFIX);
   await seeder.close();
-  log(`scale: ${APPS} apps with a domain each; load average ${loadAverage()}`);
+  log(`scale: ${APPS} apps with a domain each, load from ${client}; load average ${loadAverage()}`);
   const hosts = ids.map((id) => `${id}${DOMAIN_SUFFIX}`);
   const { cert, key } = await prepareFiles(dir, hosts[0] as string);
   const app = await startApp(dir);
@@ -132,7 +134,7 @@ async function benchRoutes(log: (line: string) => void): Promise<Omit<ScaleResul
       const [host = -1, ...workerPids] = await router.pids();
       const cpu = (pids: number[]): number => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
       const before = { host: cpu([host]), workers: cpu(workerPids) };
-      const load = await runLoad(url, request, { connections: 64, durationS: DURATION_S });
+      const load = await send(url, request, { connections: 64, durationS: DURATION_S });
       const perThousand = (seconds: number): number => (load.ok > 0 ? (seconds * 1000 * 1000) / load.ok : Number.NaN);
       if (load.failed > 0) log(`scale: ${load.failed} failed requests over ${over.length} host names`);
       return {
@@ -147,7 +149,7 @@ async function benchRoutes(log: (line: string) => void): Promise<Omit<ScaleResul
     // Warm-up: the JIT, and every host name's route asked for once.
     // Two host names in turn: every request on a connection names another host, as with all of them, but the table's size plays no part.
     const cases = { one: hosts.slice(0, 1), two: hosts.slice(0, 2), spread: hosts };
-    for (const over of Object.values(cases)) await runLoad(url, { method: 'GET', path: '/', hosts: over }, { connections: 16, durationS: 2 });
+    for (const over of Object.values(cases)) await send(url, { method: 'GET', path: '/', hosts: over }, { connections: 16, durationS: 2 });
     // On a shared machine the load drifts: the cases take turns (in turning order); each one's median round is shown.
     const measured: Record<keyof typeof cases, RoutesFigure[]> = { one: [], two: [], spread: [] };
     const names = Object.keys(cases) as Array<keyof typeof cases>;

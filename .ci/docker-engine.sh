@@ -145,7 +145,11 @@ docker_engine_stop() {
     for _ in $(seq 1 30); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
     kill -9 "$pid" 2>/dev/null || true
   fi
-  umount -R "$dir/data" 2>/dev/null || true
+  # Whatever the engine left mounted under its directory: its data root's mounts, and the
+  # network namespace it keeps under its exec root (deepest first).
+  awk -v dir="$dir/" 'index($2, dir) == 1 { print $2 }' /proc/mounts | sort -r | while read -r mount; do
+    umount "$mount" 2>/dev/null || umount -l "$mount" 2>/dev/null || true
+  done
   if [ -n "${SVC_CI_DOCKER_BRIDGE:-}" ]; then
     # dockerd leaves the rules of a bridge it did not make; they go with the bridge.
     local table rule

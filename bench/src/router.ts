@@ -4,9 +4,10 @@
  * One tiny node:http app process (plain and TLS listeners) is measured directly, through the
  * platform router (RouterCluster in a process of its own, bench/src/router-host.ts: its worker
  * processes, keep-alive pools and in-memory routes, as the controller runs it), through HAProxy
- * and through nginx from Debian's packages (bench/src/proxies.ts, configurations in
+ * through nginx from Debian's packages (bench/src/proxies.ts, configurations in
  * bench/proxies/: as many workers as the router, keep-alive to the app, no access log; the
- * packages are installed when missing), at 1, 16 and 64 connections, plain and TLS (the same
+ * packages are installed when missing), and through the floor of any relay on Node's net
+ * module (PIPE_JS: connections piped, no HTTP), at 1, 16 and 64 connections, plain and TLS (the same
  * certificate for all, each with its default protocols and ciphers), small answers (and
  * 100 KiB ones with BENCH_ROUTER_SIZES=small,100k). For each: requests/s, the ratio to the
  * direct figure and the CPU time of all the proxy's processes per 1000 answers. Then requests
@@ -14,8 +15,10 @@
  * controller does it (new process up, old one out of the routes and every worker told, then
  * SIGTERM to the old one).
  *
+ * The load comes from wrk (bench/src/wrk.ts), or autocannon with BENCH_ROUTER_CLIENT=autocannon.
+ *
  * Knobs: BENCH_DURATION seconds per run (default 5), ROUTER_WORKERS (default: one per core),
- * BENCH_ROUTER_SIZES (default `small`), BENCH_HAPROXY, BENCH_NGINX (the binaries).
+ * BENCH_ROUTER_SIZES (default `small`), BENCH_HAPROXY, BENCH_NGINX, BENCH_WRK (the binaries).
  */
 import { fork, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -57,6 +60,37 @@ const secure = https.createServer({ cert: fs.readFileSync(process.env.CERT), key
 process.on('SIGTERM', () => { secure.close(); plain.close(() => process.exit(0)); });
 `;
 
+/**
+ * The floor of any relay on Node's net module, measured beside the router: each client
+ * connection piped to a connection of its own to the app (`client.pipe(app)`, and back), with
+ * no HTTP parsing, routing, pooling or limits at all; as many worker processes as the router,
+ * sharing the listening sockets as its workers do. Over TLS it ends TLS and pipes plain.
+ */
+const PIPE_JS = `
+const cluster = require('cluster');
+const net = require('net');
+const tls = require('tls');
+const fs = require('fs');
+cluster.schedulingPolicy = cluster.SCHED_NONE;
+if (cluster.isPrimary) {
+  const workers = [];
+  for (let i = 0; i < Number(process.env.WORKERS); i++) workers.push(cluster.fork());
+  process.on('SIGTERM', () => { for (const worker of workers) worker.kill(); process.exit(0); });
+} else {
+  const app = { host: '127.0.0.1', port: Number(process.env.APP_PORT), noDelay: true };
+  const relay = (client) => {
+    client.setNoDelay(true);
+    const upstream = net.connect(app);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.on('error', () => upstream.destroy());
+    upstream.on('error', () => client.destroy());
+  };
+  net.createServer(relay).listen(Number(process.env.PORT), '127.0.0.1');
+  tls.createServer({ cert: fs.readFileSync(process.env.CERT), key: fs.readFileSync(process.env.KEY) }, relay).listen(Number(process.env.TLS_PORT), '127.0.0.1');
+}
+`;
+
 /** A process of the app. */
 export interface AppProcess {
   port: number;
@@ -66,26 +100,27 @@ export interface AppProcess {
   stop(): Promise<void>;
 }
 
-/** Writes a self-signed certificate for `host` (cert.pem, key.pem) and the app (app.js) into `dir`. */
+/** Writes a self-signed certificate for `host` (cert.pem, key.pem), the app (app.js) and the pipe relay (pipe.js) into `dir`. */
 export async function prepareFiles(dir: string, host: string): Promise<{ cert: string; key: string }> {
   const cert = join(dir, 'cert.pem');
   const key = join(dir, 'key.pem');
   const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', `/CN=${host}`, '-addext', `subjectAltName=DNS:${host}`], { stdio: 'ignore' });
   if (made.status !== 0) throw new Error('openssl could not make the test certificate');
   await writeFile(join(dir, 'app.js'), APP_JS);
+  await writeFile(join(dir, 'pipe.js'), PIPE_JS);
   return { cert, key };
 }
 
-/** Starts the app written by prepareFiles. */
-export async function startApp(dir: string): Promise<AppProcess> {
+/** Starts a script written by prepareFiles (its plain and TLS ports free ones), once its plain port answers. */
+async function startScript(dir: string, script: string, env: Record<string, string>, what: string): Promise<AppProcess> {
   const port = await freePort();
   const tlsPort = await freePort();
-  const child = spawn(process.execPath, [join(dir, 'app.js')], {
-    env: { PATH: process.env.PATH ?? '', PORT: String(port), TLS_PORT: String(tlsPort), CERT: join(dir, 'cert.pem'), KEY: join(dir, 'key.pem') },
+  const child = spawn(process.execPath, [join(dir, script)], {
+    env: { PATH: process.env.PATH ?? '', PORT: String(port), TLS_PORT: String(tlsPort), CERT: join(dir, 'cert.pem'), KEY: join(dir, 'key.pem'), ...env },
     stdio: 'inherit',
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  await waitFor(() => answers(port), 'the app');
+  await waitFor(() => answers(port), what);
   return {
     port,
     tlsPort,
@@ -96,6 +131,16 @@ export async function startApp(dir: string): Promise<AppProcess> {
       await exited;
     },
   };
+}
+
+/** Starts the app written by prepareFiles. */
+export function startApp(dir: string): Promise<AppProcess> {
+  return startScript(dir, 'app.js', {}, 'the app');
+}
+
+/** Starts the pipe relay written by prepareFiles in front of the app at `appPort`, with `workers` processes. */
+export function startPipe(dir: string, appPort: number, workers: number): Promise<AppProcess> {
+  return startScript(dir, 'pipe.js', { APP_PORT: String(appPort), WORKERS: String(workers) }, 'the pipe relay');
 }
 
 /** The router in a process of its own (bench/src/router-host.ts). */
@@ -176,8 +221,8 @@ export interface Measured extends LoadResult {
   cpuMsPer1000: number;
 }
 
-/** Who answered: the app itself, or a proxy in front of it. */
-export type Side = 'direct' | 'router' | ProxyKind;
+/** Who answered: the app itself, or a proxy in front of it (`node-pipe`: the floor of a relay on Node's net module, PIPE_JS). */
+export type Side = 'direct' | 'router' | 'node-pipe' | ProxyKind;
 
 /** One measured configuration. */
 export interface RouterRow {
@@ -244,11 +289,14 @@ export async function benchRouter(): Promise<RouterResult> {
   let app = await startApp(dir);
   const router = await startRouterHost({ ROUTER_WORKERS: String(workers), APP_PORT: String(app.port), CERT: cert, KEY: key, ROUTE_HOST: HOST });
   const proxies: RunningProxy[] = [];
+  let pipe: AppProcess | null = null;
   try {
     for (const kind of PROXIES) {
       const proxy = await startProxy(kind, dir, { appPort: app.port, host: HOST, workers, cert, key }, log);
       if (proxy !== null) proxies.push(proxy);
     }
+    pipe = await startPipe(dir, app.port, workers);
+    const pipePids = treeOf(pipe.child.pid);
     log(`load from ${client}; app on ${app.port}/${app.tlsPort}, router (${workers} workers) on ${router.port}/${router.tlsPort}${proxies.map((p) => `, ${p.kind} on ${p.port}/${p.tlsPort}`).join('')}`);
     // Node's JIT needs some thousands of requests in each worker before it runs at speed (the others need none).
     log('warming the router up');
@@ -264,6 +312,7 @@ export async function benchRouter(): Promise<RouterResult> {
           const sides: Array<{ side: Side; port: number; pids: () => Promise<number[]> }> = [
             { side: 'direct', port: tls ? app.tlsPort : app.port, pids: async () => treeOf(app.child.pid) },
             { side: 'router', port: tls ? router.tlsPort : router.port, pids: () => router.pids() },
+            { side: 'node-pipe', port: tls ? pipe.tlsPort : pipe.port, pids: async () => pipePids },
             ...proxies.map((proxy) => ({ side: proxy.kind, port: tls ? proxy.tlsPort : proxy.port, pids: async () => proxy.pids() })),
           ];
           for (const { side, port, pids } of sides) {
@@ -275,6 +324,7 @@ export async function benchRouter(): Promise<RouterResult> {
       }
     }
     for (const proxy of proxies.splice(0)) await proxy.stop();
+    await pipe.stop();
 
     // Deploys under load: the controller's order (new process up, old one out of the routes in every worker, then stopped).
     log('deploys under 64 connections');
@@ -294,6 +344,7 @@ export async function benchRouter(): Promise<RouterResult> {
     return { workers, client, proxies: PROXIES.filter((kind) => rows.some((row) => row.figures[kind] !== undefined)), rows, deploy, targets: routerTargets(rows, deploy) };
   } finally {
     for (const proxy of proxies) await proxy.stop().catch(() => undefined);
+    await pipe?.stop().catch(() => undefined);
     await router.stop();
     await app.stop().catch(() => undefined);
     await rm(dir, { recursive: true, force: true });
@@ -304,10 +355,11 @@ const fmt = (value: number | undefined, digits = 2): string => (value !== undefi
 
 /** The router section as text: a table and the targets. */
 export function routerReport(result: RouterResult, table: (head: string[], rows: string[][]) => string): string {
-  const sides: Side[] = ['direct', 'router', ...result.proxies];
+  const sides: Side[] = ['direct', 'router', ...(result.rows.some((row) => row.figures['node-pipe'] !== undefined) ? (['node-pipe'] as const) : []), ...result.proxies];
   const out = [
     `Router (load from ${result.client}; ${result.workers} router workers, ${result.proxies.map((kind) => `${kind} with ${result.workers} ${kind === 'nginx' ? 'workers' : 'threads'}`).join(', ') || 'no other proxy installed'}): requests/s, ` +
-      'its ratio to the direct figure, and CPU ms used per 1000 answers by the app (direct) or all the proxy\'s processes:',
+      'its ratio to the direct figure, and CPU ms used per 1000 answers by the app (direct) or all the proxy\'s processes ' +
+      '(node-pipe: the floor of any relay on Node\'s net module, each connection piped to one of its own to the app, no HTTP parsing):',
     '',
   ];
   const head = ['answer', 'proto', 'conn'];

@@ -4,7 +4,7 @@
  * One tiny node:http app process (plain and TLS listeners) is measured directly, through the
  * platform router (RouterCluster in a process of its own, bench/src/router-host.ts: its worker
  * processes, keep-alive pools and in-memory routes, as the controller runs it), through HAProxy
- * through nginx from Debian's packages (bench/src/proxies.ts, configurations in
+ * and nginx from Debian's packages (bench/src/proxies.ts, configurations in
  * bench/proxies/: as many workers as the router, keep-alive to the app, no access log; the
  * packages are installed when missing), and through the floor of any relay on Node's net
  * module (PIPE_JS: connections piped, no HTTP), at 1, 16 and 64 connections, plain and TLS (the same
@@ -202,13 +202,14 @@ export async function startRouterHost(env: Record<string, string>): Promise<Rout
 /** The load of one run, from the client chosen. */
 export const loadOf = (client: LoadClient): typeof runLoad => (client === 'wrk' ? runWrk : runLoad);
 
+/** What sends the load of the router and scale sections. */
+export type LoadClient = 'wrk' | 'autocannon';
+
 /**
  * The load's client: wrk (Debian's package, installed when missing) unless
  * BENCH_ROUTER_CLIENT=autocannon. autocannon, in Node.js, is slower than the proxies it
  * measures here: its figures show the client's limit more than the proxies' differences.
  */
-export type LoadClient = 'wrk' | 'autocannon';
-
 export function loadClient(): LoadClient {
   if (process.env.BENCH_ROUTER_CLIENT === 'autocannon') return 'autocannon';
   if (ensurePackage('wrk', WRK, log)) return 'wrk';

@@ -5,7 +5,6 @@ import { constants } from 'node:os';
 import { groupMembers, namespaceMembers, procAvailable, readStat } from './proc';
 import { sleep } from '@svc/supervisor-node';
 import type { SandboxedCommand } from './sandbox';
-import { setTimeout as pause } from 'node:timers/promises';
 
 /** How a process ended: an exit code, or the signal that killed it. */
 export interface ExitStatus {
@@ -309,7 +308,7 @@ export async function waitWhileAlive(alive: () => Promise<boolean>, ms: number):
   const deadline = Date.now() + ms;
   while (await alive()) {
     if (Date.now() >= deadline) return false;
-    await pause(25);
+    await sleep(25);
   }
   return true;
 }

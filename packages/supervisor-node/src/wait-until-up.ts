@@ -1,8 +1,9 @@
 import { answerOf, isReadyStatus, notReadyReason, probeWaitMs, type ReadinessCheck } from '@svc/core';
+import { setTimeout as after } from 'node:timers/promises';
 import { acceptsConnections, httpStatus } from './probes';
 
-/** Resolves after `ms`. */
-export const sleep = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
+/** Resolves after `ms` (Node's timers/promises). */
+export const sleep = (ms: number): Promise<void> => after(ms);
 
 /** What waiting for one starting container needs from its scheduler. */
 export interface UpWait {

@@ -243,11 +243,11 @@ export interface RouterResult {
   targets: Array<{ name: string; value: number; limit: string; holds: boolean }>;
 }
 
-/** One run of `durationS` after a second of warm-up, with the CPU time `pids` used during it. */
-export async function measure(port: number, tls: boolean, path: string, connections: number, pids: number[], host = HOST, durationS = DURATION_S, client: LoadClient = 'autocannon'): Promise<Measured> {
+/** One run of `durationS` from `client` after a second of warm-up, with the CPU time `pids` used during it. */
+export async function measure(port: number, tls: boolean, path: string, connections: number, pids: number[], client: LoadClient, durationS = DURATION_S): Promise<Measured> {
   const url = `${tls ? 'https' : 'http'}://127.0.0.1:${port}`;
-  const spec = { method: 'GET' as const, path, headers: { Host: host } };
-  const shape = { connections, ...(tls ? { servername: host } : {}) };
+  const spec = { method: 'GET' as const, path, headers: { Host: HOST } };
+  const shape = { connections, ...(tls ? { servername: HOST } : {}) };
   const load = loadOf(client);
   await load(url, spec, { ...shape, durationS: 1 });
   const before = pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
@@ -302,7 +302,7 @@ export async function benchRouter(): Promise<RouterResult> {
     // Node's JIT needs some thousands of requests in each worker before it runs at speed (the others need none).
     log('warming the router up');
     for (const tls of [false, true]) {
-      for (const size of SIZES) await measure(tls ? router.tlsPort : router.port, tls, size.path, 16, [], HOST, 2, client);
+      for (const size of SIZES) await measure(tls ? router.tlsPort : router.port, tls, size.path, 16, [], client, 2);
     }
     const rows: RouterRow[] = [];
     for (const size of SIZES) {
@@ -317,7 +317,7 @@ export async function benchRouter(): Promise<RouterResult> {
             ...proxies.map((proxy) => ({ side: proxy.kind, port: tls ? proxy.tlsPort : proxy.port, pids: async () => proxy.pids() })),
           ];
           for (const { side, port, pids } of sides) {
-            figures[side] = await measure(port, tls, size.path, connections, await pids(), HOST, DURATION_S, client);
+            figures[side] = await measure(port, tls, size.path, connections, await pids(), client);
             log(`${what}: ${side} ${Math.round(figures[side]?.rps ?? 0)} requests/s`);
           }
           rows.push({ size: size.name, tls, connections, figures });

@@ -121,6 +121,38 @@ export class Conflict extends DomainError {
   }
 }
 
+/**
+ * A rollback to a release without a build, asked of an app whose current release has one:
+ * it would stop every process of the app and leave later config changes without a build.
+ * `targets` names the releases that can be rolled back to (e.g. `v2 to v5, v7`).
+ */
+export class RollbackWithoutBuild extends Conflict {
+  constructor(
+    readonly app: string,
+    readonly version: number,
+    readonly targets: string,
+  ) {
+    super(
+      'RELEASE.ROLLBACK_WITHOUT_BUILD',
+      `Release v${version} has no build: rolling back to it would stop every process of ${app}. ` +
+        `Releases that can be rolled back to: ${targets}.`,
+    );
+  }
+}
+
+/**
+ * A rollback to a build the scheduler says it cannot run (made for another scheduler, an
+ * image the engine cannot get); `reason` is the scheduler's. Nothing was started or stopped.
+ */
+export class BuildNotRunnable extends Conflict {
+  constructor(
+    readonly version: number,
+    readonly reason: string,
+  ) {
+    super('RELEASE.BUILD_NOT_RUNNABLE', `Release v${version} cannot be rolled back to: ${reason}`);
+  }
+}
+
 /** Too many recent failures; try again after `retryAfterSeconds`. */
 export class Throttled extends DomainError {
   readonly code = 'AUTH.THROTTLED';

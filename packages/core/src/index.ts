@@ -32,6 +32,7 @@ export * from './rules/limits';
 export * from './rules/login-throttle';
 export * from './rules/quotas';
 export * from './rules/releases';
+export * from './rules/rollbacks';
 export * from './rules/sources';
 export * from './rules/supervision';
 export * from './rules/users';

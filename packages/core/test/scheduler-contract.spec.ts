@@ -1,11 +1,19 @@
 import { CONTRACT_FAILING_COMMAND, FakeScheduler, describeSchedulerContract, describeSchedulerScenarios } from '@svc/core/testing';
 
+/** The fake refuses what a test tells it to: here, one image, as an engine refuses one it cannot get. */
+function refusingFake(): FakeScheduler {
+  const scheduler = new FakeScheduler();
+  scheduler.refuseToRun((build) => build.image === 'example/absent:1', 'image example/absent:1 cannot be pulled: not found');
+  return scheduler;
+}
+
 // The test double answers for what the port promises about bookkeeping; it executes nothing.
 describeSchedulerContract('FakeScheduler', {
-  open: async () => ({ scheduler: new FakeScheduler(), close: async () => undefined }),
+  open: async () => ({ scheduler: refusingFake(), close: async () => undefined }),
   image: 'example/app:1',
   listen: 'serve',
   executes: false,
+  unrunnable: [{ what: 'an image it was told it cannot get', build: { image: 'example/absent:1' }, reason: /^image example\/absent:1 cannot be pulled/ }],
 });
 
 const EXECUTES_NOTHING = 'the test double executes nothing: a start is up at once, no process listens, waits or answers';

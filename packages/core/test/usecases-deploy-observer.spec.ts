@@ -18,9 +18,11 @@ describe('deploy observer', () => {
 
     await useCases.setConfig.execute(alice, 'myapp', { values: { FOO: 'bar' } });
     await useCases.createBuild.execute(alice, 'myapp', { image: 'example/myapp:v1', procfile: { web: 'serve' } });
-    await useCases.rollback.execute(alice, 'myapp', { version: 2 });
+    await useCases.createBuild.execute(alice, 'myapp', { image: 'example/myapp:v2', procfile: { web: 'serve' } });
+    await useCases.rollback.execute(alice, 'myapp', { version: 3 });
 
     expect(observer.deploys).toEqual([
+      { app: 'myapp', outcome: 'succeeded' },
       { app: 'myapp', outcome: 'succeeded' },
       { app: 'myapp', outcome: 'succeeded' },
       { app: 'myapp', outcome: 'succeeded' },

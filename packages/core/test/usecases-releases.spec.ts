@@ -1,4 +1,4 @@
-import { NotFound, RequestRejected, Unavailable, ValidationFailed } from '@svc/core';
+import { NotFound, RequestRejected, RollbackWithoutBuild, Unavailable, ValidationFailed } from '@svc/core';
 import type { Actor, ContainerRepository } from '@svc/core';
 import { World, rejectionOf } from './support/world';
 
@@ -510,15 +510,16 @@ describe('Rollback', () => {
     expect(world.scheduler.running()[0]?.spec).toMatchObject({ image: 'example/myapp:v1', env: { SVC_RELEASE: 'v4' } });
   });
 
-  it('to the initial release (no build) leaves nothing running', async () => {
+  it('to the initial release (no build) of a deployed app is refused, and its process keeps running', async () => {
     const world = new World();
     const alice = await world.actor('alice');
     await world.deployedApp(alice);
 
-    await world.useCases.rollback.execute(alice, 'myapp', { version: 1 });
+    const error = await rejectionOf(world.useCases.rollback.execute(alice, 'myapp', { version: 1 }));
 
-    expect(world.recordedContainers()).toEqual([]);
-    expect(world.runningContainers()).toEqual([]);
+    expect(error).toBeInstanceOf(RollbackWithoutBuild);
+    expect(world.recordedContainers()).toEqual(['web.1@v2']);
+    expect(world.runningContainers()).toEqual(['web.1@v2']);
   });
 
   it('when the scheduler fails: Unavailable and nothing changes', async () => {

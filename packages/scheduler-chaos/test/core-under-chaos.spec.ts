@@ -111,9 +111,9 @@ describe('the core under a chaotic scheduler', () => {
               failure = error;
             }
             if (failure !== null) {
-              // Anything but a domain error would be a 500.
+              // Anything but a domain error would be a 500; a conflict is a rollback to a release without a build.
               expect(DomainError.is(failure)).toBe(true);
-              expect(['unavailable', 'invalid', 'not_found']).toContain((failure as DomainError).kind);
+              expect(['unavailable', 'invalid', 'not_found', 'conflict']).toContain((failure as DomainError).kind);
               expect(w.uow.snapshot()).toEqual(before);
             }
             const { recorded, running } = containerIds(w);

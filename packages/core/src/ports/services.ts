@@ -1,4 +1,4 @@
-import type { ContainerState, LogEntry } from '../model/entities';
+import type { ContainerState, LogEntry, Procfile } from '../model/entities';
 
 /** What a scheduler needs to start one container. */
 export interface ContainerSpec {
@@ -37,6 +37,18 @@ export interface RunSpec {
 export interface RunResult {
   exitCode: number;
   output: string;
+}
+
+/** A build as a scheduler is asked about before a rollback runs it again (see `Scheduler.checkRunnable`). */
+export interface BuildToRun {
+  app: string;
+  /** The release that would run it (the next one): a scheduler that pulls once per release pulls for it. */
+  release: number;
+  image: string;
+  /** Where the build's files are on the controller's machine (a git push built for the process scheduler); null for images. */
+  workdir: string | null;
+  /** The build's process types and their commands; empty for an image that runs its own command. */
+  procfile: Procfile;
 }
 
 /**
@@ -78,6 +90,15 @@ export interface Scheduler {
    * (at most RESTORE_CONCURRENCY) when the controller comes back.
    */
   readonly concurrentStarts?: number;
+  /**
+   * Optional: whether this scheduler can run a build at all, asked before a rollback starts or
+   * stops anything. Resolves with null when it can, as far as is known before a start (an image
+   * present or pulled now), else with the reason, worded for the user after "cannot be rolled
+   * back to: " (a build made for another scheduler, an image the engine cannot get). Rejects
+   * only when the engine itself fails, which the core answers with a 503. Absent: every build is
+   * taken as runnable, and a start that fails says why.
+   */
+  checkRunnable?(build: BuildToRun): Promise<string | null>;
 }
 
 /** Receives the entries appended to an app's log, oldest first; it should return quickly. */

@@ -1,5 +1,5 @@
 import type { ContainerState } from '../model/entities';
-import type { ContainerSpec, RunResult, RunSpec, Scheduler } from '../ports/services';
+import type { BuildToRun, ContainerSpec, RunResult, RunSpec, Scheduler } from '../ports/services';
 import { deepCopy } from './copy';
 
 /** One call the FakeScheduler received, in order, with whether it was made to fail. */
@@ -40,6 +40,10 @@ export class FakeScheduler implements Scheduler {
   private readonly stopFailures: Countdown = { remaining: 0, error: injected('stop') };
   private readonly startPredicates: Array<{ matches: (spec: ContainerSpec) => boolean; error: () => Error }> = [];
   private readonly holds: Array<{ matches: (spec: ContainerSpec) => boolean; reached: () => void; released: Promise<void> }> = [];
+  private readonly refusals: Array<{ matches: (build: BuildToRun) => boolean; reason: string }> = [];
+  private readonly checkFailures: Countdown = { remaining: 0, error: injected('checkRunnable') };
+  /** Every build `checkRunnable` was asked about, oldest first (kept apart from `calls`). */
+  readonly checked: BuildToRun[] = [];
 
   /**
    * Records the container as up, unless a failure was injected for it; a start held by
@@ -84,6 +88,14 @@ export class FakeScheduler implements Scheduler {
       if (container) result.set(id, container.state);
     }
     return result;
+  }
+
+  /** Null (it runs anything), unless `refuseToRun` named the build, or a failure was injected with `failChecks`. */
+  async checkRunnable(build: BuildToRun): Promise<string | null> {
+    this.checked.push(deepCopy(build));
+    const failure = take(this.checkFailures);
+    if (failure !== null) throw failure();
+    return this.refusals.find((r) => r.matches(build))?.reason ?? null;
   }
 
   /** Containers currently started, in the order they were first started. */
@@ -157,6 +169,16 @@ export class FakeScheduler implements Scheduler {
     };
   }
 
+  /** Makes `checkRunnable` answer `reason` for every build that matches, until clearFailures. */
+  refuseToRun(matches: (build: BuildToRun) => boolean, reason: string): void {
+    this.refusals.push({ matches, reason });
+  }
+
+  /** Makes the next `count` calls of `checkRunnable` throw (the engine failing to answer). */
+  failChecks(count: number, error?: Error): void {
+    arm(this.checkFailures, count, error, 'checkRunnable');
+  }
+
   /** Makes the next `count` runs throw. */
   failRuns(count: number, error?: Error): void {
     arm(this.runFailures, count, error, 'run');
@@ -172,7 +194,9 @@ export class FakeScheduler implements Scheduler {
     this.startFailures.remaining = 0;
     this.runFailures.remaining = 0;
     this.stopFailures.remaining = 0;
+    this.checkFailures.remaining = 0;
     this.startPredicates.length = 0;
+    this.refusals.length = 0;
   }
 }
 

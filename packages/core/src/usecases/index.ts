@@ -47,6 +47,7 @@ export * from './deploy';
 export * from './leases';
 export * from './observe';
 export * from './releases';
+export * from './rollback-checks';
 export * from './quotas';
 export * from './release-phase';
 export * from './resources';

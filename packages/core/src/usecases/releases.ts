@@ -13,7 +13,7 @@ import { FieldErrorCollector, bodyObject, isPlainObject, optionalString, require
 import { BuildSlots, InMemoryBuildSlotStore } from '../rules/build-slots';
 import { assertConfigQuota, processCount } from '../rules/quotas';
 import { describeDeploy, structureForBuild } from '../rules/releases';
-import { isDigestReference, isReleaseImage, planSourceBuild, releaseImage, type SourceFiles } from '../rules/sources';
+import { isDigestReference, planSourceBuild, releaseImage, type SourceFiles } from '../rules/sources';
 import { loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependencies } from './context';
 import { journal } from './journal';
 import { assertIfMatch, configEtag } from '../rules/etags';
@@ -23,7 +23,8 @@ import { observeDeploy } from './observe';
 import { runReleasePhase } from './release-phase';
 import { compileSource, type CompiledBuild } from './buildpacks';
 import { assertScaleQuotas, assertScaleQuotasLocked } from './quotas';
-import { buildSourceImage, discardSourceImage, keyActor, pruneSourceImages, retainedBuilds, tagSourceImage, userOfKey } from './sources';
+import { buildSourceImage, discardSourceImage, keyActor, pruneSourceImages, tagSourceImage, userOfKey } from './sources';
+import { assertRollbackRuns } from './rollback-checks';
 
 type ReleaseDeps = LeaseDependencies & Pick<CoreDependencies, 'deployObserver'>;
 
@@ -372,10 +373,14 @@ export class Rollback {
   constructor(private readonly deps: ReleaseDeps & Pick<CoreDependencies, 'settings'>) {}
 
   /**
-   * Without a version, rolls back to the release before the current one.
+   * Without a version, rolls back to the release before the current one. A rollback that
+   * would leave the app not running is refused before anything starts or stops (see
+   * `assertRollbackRuns`); among the releases of an app that never had a build it is allowed.
    * @throws ValidationFailed for a version that is not an integer; RequestRejected below 1,
    *   or `RELEASE.SOURCE_REMOVED` for a pushed build whose source is no longer kept;
-   *   NotFound for a version that does not exist; Unavailable (scheduler).
+   *   NotFound for a version that does not exist; RollbackWithoutBuild for a release without
+   *   a build while the current one has one; BuildNotRunnable for a build the scheduler says
+   *   it cannot run; Unavailable (scheduler).
    */
   async execute(actor: Actor, appId: string, body: unknown): Promise<PublishedRelease> {
     const raw = bodyObject(body).version;
@@ -392,15 +397,8 @@ export class Rollback {
       const target = version > current.release.version ? null : await repos.releases.findByVersion(current.release.app, version);
       if (!target) throw new NotFound('RELEASE.NOT_FOUND', `Release v${version} not found.`);
       const state = await releaseState(repos, target);
-      const retention = this.deps.settings.buildRetention;
-      // A pushed build's checkout or image goes once the build is no longer kept.
-      const pushed = state.build !== null && (Boolean(state.build.workdir) || isReleaseImage(target.app, state.build.image));
-      if (pushed && !(await retainedBuilds(repos, target.app, retention)).has(state.build?.uuid ?? '')) {
-        throw new RequestRejected(
-          'RELEASE.SOURCE_REMOVED',
-          `Release v${version} can no longer be rolled back to: only the last ${retention} builds keep their source.`,
-        );
-      }
+      const checks = { scheduler: this.deps.scheduler, buildRetention: this.deps.settings.buildRetention };
+      await assertRollbackRuns(checks, repos, current, state, current.release.version + 1);
       return { config: state.config, build: state.build, summary: `rolled back to v${version}`, creates: {} };
     });
   }

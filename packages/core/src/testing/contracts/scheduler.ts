@@ -1,5 +1,5 @@
 /// <reference types="jest" />
-import type { ContainerSpec, RunSpec, Scheduler } from '../../ports/services';
+import type { BuildToRun, ContainerSpec, RunSpec, Scheduler } from '../../ports/services';
 
 /** A scheduler opened for the contract tests, and how to release it and what it started. */
 export interface OpenedScheduler {
@@ -23,6 +23,21 @@ export interface SchedulerContractSetup {
   executes: boolean;
   /** Longest wait for one operation, ms. Default 60000. */
   timeoutMs?: number;
+  /**
+   * For a scheduler that has `checkRunnable`: builds it must refuse, each with what its
+   * reason must say. Absent: the scheduler must not have `checkRunnable`.
+   */
+  unrunnable?: UnrunnableBuild[];
+}
+
+/** A build a scheduler must refuse to run (see `SchedulerContractSetup.unrunnable`). */
+export interface UnrunnableBuild {
+  /** What the build is, for the test's name. */
+  what: string;
+  /** How it differs from a build of the setup's image with the setup's command (`listen` as `web`). */
+  build: Partial<BuildToRun>;
+  /** What the reason says. */
+  reason: RegExp;
 }
 
 /** The exit code of a one-off command stopped by its timeout (as `timeout(1)` reports it). */
@@ -139,6 +154,34 @@ export function describeSchedulerContract(label: string, setup: SchedulerContrac
       await expect(scheduler().states([s.id])).resolves.toEqual(new Map([[s.id, 'up']]));
       await scheduler().stop(s.id);
     }, timeout);
+
+    const build = (overrides: Partial<BuildToRun> = {}): BuildToRun => ({
+      app: app(),
+      release: 3,
+      image: setup.image,
+      workdir: null,
+      procfile: { web: setup.listen },
+      ...overrides,
+    });
+
+    const unrunnable = setup.unrunnable;
+    if (unrunnable === undefined) {
+      it('has no checkRunnable (the setup names no build it refuses)', () => {
+        expect(scheduler().checkRunnable).toBeUndefined();
+      });
+    } else {
+      it('checkRunnable answers null for a build of the image and command it runs', async () => {
+        expect(scheduler().checkRunnable).toBeInstanceOf(Function);
+        await expect(scheduler().checkRunnable?.(build())).resolves.toBeNull();
+      }, timeout);
+
+      for (const { what, build: differs, reason } of unrunnable) {
+        it(`checkRunnable refuses ${what} with the reason`, async () => {
+          const answer = await scheduler().checkRunnable?.(build(differs));
+          expect(answer).toEqual(expect.stringMatching(reason));
+        }, timeout);
+      }
+    }
 
     // The shape only: a scheduler that executes nothing has no output to show. Those that
     // execute are held to the command's own exit code and output below.

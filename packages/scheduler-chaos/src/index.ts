@@ -73,11 +73,18 @@ export class ChaosScheduler implements Scheduler {
   private readonly latencyRandom: () => number;
   private readonly latencyMs: number;
   private readonly counts = emptyCounts();
+  /**
+   * The wrapped scheduler's check of a build, when it has one, passed through as it is: no
+   * fault is drawn for it, so the sequence of faults of the four calls stays the same.
+   */
+  readonly checkRunnable?: Scheduler['checkRunnable'];
 
   constructor(
     readonly inner: Scheduler,
     options: ChaosOptions,
   ) {
+    const check = inner.checkRunnable;
+    if (check !== undefined) this.checkRunnable = (build) => check.call(inner, build);
     const seed = options.seed ?? 1;
     this.faultRandom = seededRandom(seed);
     // A separate stream, so that turning latency on does not change which calls fail.

@@ -48,6 +48,17 @@ describe('ChaosScheduler', () => {
     expect(chaos.injected).toEqual({ create: 0, start: 0, stop: 0, destroy: 0, run: 0, states: 0 });
   });
 
+  it("passes a build's check through without drawing a fault, even with every rate at 1", async () => {
+    const inner = new FakeScheduler();
+    inner.refuseToRun((build) => build.image === 'gone:1', 'image gone:1 cannot be pulled: not found');
+    const chaos = new ChaosScheduler(inner, { rates: { create: 1, start: 1, stop: 1, destroy: 1, run: 1, states: 1 } });
+    const build = { app: 'myapp', release: 2, image: 'gone:1', workdir: null, procfile: {} };
+
+    await expect(chaos.checkRunnable?.(build)).resolves.toBe('image gone:1 cannot be pulled: not found');
+    await expect(chaos.checkRunnable?.({ ...build, image: 'here:1' })).resolves.toBeNull();
+    expect(chaos.injected).toEqual({ create: 0, start: 0, stop: 0, destroy: 0, run: 0, states: 0 });
+  });
+
   it('a create fault fails start before the wrapped scheduler is called', async () => {
     const inner = new FakeScheduler();
     const chaos = new ChaosScheduler(inner, { rates: { create: 1 } });

@@ -6,10 +6,16 @@ import { ChaosScheduler } from '@svc/scheduler-chaos';
 const wrap = (inner: FakeScheduler): ChaosScheduler => new ChaosScheduler(inner, { rates: {}, seed: 7, latencyMs: 5 });
 
 describeSchedulerContract('ChaosScheduler (no faults, around the FakeScheduler)', {
-  open: async () => ({ scheduler: wrap(new FakeScheduler()), close: async () => undefined }),
+  open: async () => {
+    const inner = new FakeScheduler();
+    inner.refuseToRun((build) => build.image === 'example/absent:1', 'image example/absent:1 cannot be pulled: not found');
+    return { scheduler: wrap(inner), close: async () => undefined };
+  },
   image: 'example/app:1',
   listen: 'serve',
   executes: false,
+  // The wrapper passes the question through: the wrapped scheduler's answer is its answer.
+  unrunnable: [{ what: 'what the wrapped scheduler refuses', build: { image: 'example/absent:1' }, reason: /^image example\/absent:1 cannot be pulled/ }],
 });
 
 const EXECUTES_NOTHING = 'it wraps the test double, which executes nothing: a start is up at once, no process listens, waits or answers';

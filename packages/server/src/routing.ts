@@ -25,6 +25,8 @@ export class DrainingScheduler implements Scheduler {
   /** The inner scheduler's whole-type step, when it has one (stops still go through `stop`). */
   readonly rollType?: Scheduler['rollType'];
   readonly concurrentStarts?: number;
+  /** The inner scheduler's check of a build before a rollback, when it has one. */
+  readonly checkRunnable?: Scheduler['checkRunnable'];
 
   constructor(
     /** The scheduler that runs the containers. */
@@ -34,6 +36,8 @@ export class DrainingScheduler implements Scheduler {
     const step = inner.rollType;
     if (step !== undefined) this.rollType = (specs, replacing) => step.call(inner, specs, replacing);
     if (inner.concurrentStarts !== undefined) this.concurrentStarts = inner.concurrentStarts;
+    const check = inner.checkRunnable;
+    if (check !== undefined) this.checkRunnable = (build) => check.call(inner, build);
   }
 
   start(spec: ContainerSpec): Promise<ContainerState> {

@@ -227,6 +227,19 @@ describe('DrainingScheduler', () => {
     expect(new DrainingScheduler(engine, new LeavingContainers()).concurrentStarts).toBe(16);
     expect(new DrainingScheduler(new FakeScheduler(), new LeavingContainers()).concurrentStarts).toBeUndefined();
   });
+
+  it("answers a rollback's check of a build with the wrapped scheduler's reason, and has no check when that one has none", async () => {
+    const engine = new FakeScheduler();
+    engine.refuseToRun((build) => build.workdir !== null, 'its build was made for the process scheduler');
+    const draining = new DrainingScheduler(engine, new LeavingContainers());
+    const build = { app: 'myapp', release: 4, image: 'myapp:git-abc1234', workdir: '/srv/builds/abc', procfile: { web: 'serve' } };
+
+    await expect(draining.checkRunnable?.(build)).resolves.toBe('its build was made for the process scheduler');
+    await expect(draining.checkRunnable?.({ ...build, workdir: null })).resolves.toBeNull();
+    expect(engine.checked.map((b) => b.workdir)).toEqual(['/srv/builds/abc', null]);
+    const bare = { start: engine.start, stop: engine.stop, run: engine.run, states: engine.states };
+    expect(new DrainingScheduler(bare, new LeavingContainers()).checkRunnable).toBeUndefined();
+  });
 });
 
 describe('StoredCertificates', () => {

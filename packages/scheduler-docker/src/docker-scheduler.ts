@@ -65,6 +65,8 @@ const messageOf = (error: unknown): string => engineReason(error);
 export class DockerScheduler implements Scheduler {
   /** Starts of different containers run side by side (adoption at start-up is mostly waiting on the engine). */
   readonly concurrentStarts = 16;
+  /** Before a rollback: a build made for the process scheduler, or an image the engine cannot get, is refused with the reason. */
+  readonly checkRunnable: NonNullable<Scheduler['checkRunnable']> = (build) => this.base.checkRunnable(build);
   private readonly docker: Docker;
   private readonly log: BatchedLogWriter;
   private readonly base: EngineScheduling;

@@ -11,7 +11,11 @@ export const DEFAULT_CONTAINER_PORT = 5000;
 
 /** A pull failed for a reason that is the request's (no such image, bad reference), not the platform's: answered 400. */
 export class ImageNotFound extends RequestRejected {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** Why the image cannot be had, without the image's name: the engine's or registry's words for a failed pull. */
+    readonly reason: string = message,
+  ) {
     super('IMAGE.NOT_FOUND', message);
   }
 }
@@ -22,7 +26,7 @@ function pullFailure(image: string, error: unknown): Error {
   const status = engineStatus(error);
   const message = `pulling ${image} failed: ${reason}`;
   if (status === 400 || status === 404 || /not found|manifest unknown|does not exist|invalid reference|repository name must/i.test(reason)) {
-    return new ImageNotFound(message);
+    return new ImageNotFound(message, reason);
   }
   return new Error(message);
 }

@@ -1,7 +1,8 @@
 import type Docker from 'dockerode';
-import { BatchedLogWriter, SCHEDULER_LOG_SOURCE, memoryLimitBytes, startTimeoutOf as startTimeout, type Clock, type LogStore } from '@svc/core';
+import { BatchedLogWriter, SCHEDULER_LOG_SOURCE, memoryLimitBytes, startTimeoutOf as startTimeout, type BuildToRun, type Clock, type LogStore } from '@svc/core';
 import { ImagePuller } from './images';
 import type { RegistryLogin } from './registry-login';
+import { engineBuildProblem } from './runnable-builds';
 
 /** What the Docker and Swarm schedulers share of their options: the engine, the log, and how containers are isolated and limited. */
 export interface EngineSchedulerOptions {
@@ -62,6 +63,8 @@ export interface EngineScheduling {
   readonly docker: Docker;
   readonly log: BatchedLogWriter;
   readonly images: ImagePuller;
+  /** The scheduler's answer to `Scheduler.checkRunnable`, with its image puller (see `engineBuildProblem`). */
+  readonly checkRunnable: (build: BuildToRun) => Promise<string | null>;
   readonly instance: string;
   readonly warn: (message: string) => void;
   readonly user: string;
@@ -95,16 +98,18 @@ export function engineScheduling(options: EngineSchedulerOptions): EngineSchedul
   const log = new BatchedLogWriter(options.logs, options.clock ?? systemClock);
   const defaultMemory = options.defaultMemory === undefined ? '1G' : options.defaultMemory;
   memoryLimitBytes(defaultMemory);
+  const images = new ImagePuller(
+    options.docker,
+    options.pullPolicy ?? 'missing',
+    (app, message) => log.write(app, SCHEDULER_LOG_SOURCE, message),
+    options.registryLogin ?? null,
+    options.registryAllow ?? [],
+  );
   return {
     docker: options.docker,
     log,
-    images: new ImagePuller(
-      options.docker,
-      options.pullPolicy ?? 'missing',
-      (app, message) => log.write(app, SCHEDULER_LOG_SOURCE, message),
-      options.registryLogin ?? null,
-      options.registryAllow ?? [],
-    ),
+    images,
+    checkRunnable: (build) => engineBuildProblem(images, build),
     instance: options.instance ?? 'default',
     warn: options.onWarning ?? (() => undefined),
     user: options.user ?? '65534:65534',

@@ -1,6 +1,6 @@
 import { describeSchedulerContract, describeSchedulerScenarios } from '@svc/core/testing';
 import type { DockerScheduler } from '../src';
-import { answersAt, busyboxServe } from './support/contract-answers';
+import { ENGINE_UNRUNNABLE, answersAt, busyboxServe } from './support/contract-answers';
 import { BUSYBOX, describeWithEngine, testScheduler, type TestScheduler } from './support/engine';
 
 describeWithEngine('DockerScheduler contract (real engine)', () => {
@@ -13,6 +13,7 @@ describeWithEngine('DockerScheduler contract (real engine)', () => {
     listen: 'exec httpd -f -p "$PORT" -h /etc',
     executes: true,
     timeoutMs: 120_000,
+    unrunnable: ENGINE_UNRUNNABLE,
   });
 
   const engines = new Map<DockerScheduler, TestScheduler>();

@@ -1,6 +1,6 @@
 import { describeSchedulerContract, describeSchedulerScenarios } from '@svc/core/testing';
 import type { SwarmScheduler } from '../src';
-import { answersAt, busyboxServe } from './support/contract-answers';
+import { ENGINE_UNRUNNABLE, answersAt, busyboxServe } from './support/contract-answers';
 import { SWARM_BUSYBOX, describeWithSwarm, testSwarm, type TestSwarm } from './support/swarm';
 
 describeWithSwarm('SwarmScheduler contract (real swarm)', () => {
@@ -13,6 +13,7 @@ describeWithSwarm('SwarmScheduler contract (real swarm)', () => {
     listen: 'exec httpd -f -p "$PORT" -h /etc',
     executes: true,
     timeoutMs: 120_000,
+    unrunnable: ENGINE_UNRUNNABLE,
   });
 
   const swarms = new Map<SwarmScheduler, TestSwarm>();

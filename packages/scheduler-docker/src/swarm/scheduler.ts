@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { KeyedQueue, memoryLimitBytes, type BatchedLogWriter, type ContainerSpec, type ContainerState, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
+import { KeyedQueue, memoryLimitBytes, type BatchedLogWriter, type BuildToRun, type ContainerSpec, type ContainerState, type RunResult, type RunSpec, type Scheduler } from '@svc/core';
 import type { Endpoint } from '../docker-scheduler';
 import { LABELS } from '../engine';
 import { assertRunnable, containerPortFor, imageCommand } from '../images';
@@ -116,6 +116,15 @@ export class SwarmScheduler implements Scheduler {
       for (const { spec } of group) states.set(spec.id, 'up');
     }
     return states;
+  }
+
+  /**
+   * Before a rollback: a build made for the process scheduler, or an image the manager cannot
+   * get (pulled on it now, as a start would), is refused with the reason. The nodes pull the
+   * image themselves when their tasks start.
+   */
+  checkRunnable(build: BuildToRun): Promise<string | null> {
+    return this.settings.base.checkRunnable(build);
   }
 
   /**

@@ -29,25 +29,14 @@ import { containerUserFor } from './container-user';
 import { engineScheduling, startTimeoutOf, type EngineScheduling, type EngineSchedulerOptions } from './options';
 import { DEFAULT_CONTAINER_PORT, ImageNotFound, assertRunnable, containerPortFor } from './images';
 import { addressOn, containerDigest, containerLabels, containerName, describeExit, hostConfigOf, runningFromInspection, runningFromListing, type RunningContainer } from './container-config';
-import { preparePlatformNetwork } from './platform-network';
+import { platformNetworkOf, preparePlatformNetwork, removePlatformNetwork, type PlatformNetwork, type PlatformNetworkOptions } from './platform-network';
 import { managedContainer, type Managed } from './managed-container';
 
 export { RUN_TIMEOUT_EXIT_CODE, type Endpoint } from '@svc/core';
 export { containerName } from './container-config';
 
-/** How a DockerScheduler isolates and supervises containers. */
-export interface DockerSchedulerOptions extends EngineSchedulerOptions {
-  /** The platform's network every container joins. Default `svc-apps`. */
-  network?: string;
-  /** The Linux bridge of that network when the scheduler creates it (at most 15 characters). Default `svc-apps0`. */
-  bridge?: string;
-  /**
-   * Drop traffic from the network to this host (iptables INPUT rules, installed at the first
-   * start; needs root on the engine's machine). Default true.
-   */
-  guardHost?: boolean;
-  /** Host ports containers may still open connections to (the router's, for app-to-app calls). */
-  hostPortsAllowed?: number[];
+/** How a DockerScheduler isolates and supervises containers; its network's options are platform-network.ts's. */
+export interface DockerSchedulerOptions extends EngineSchedulerOptions, PlatformNetworkOptions {
   /** Back-off of crash restarts (see the core's RestartBackoff; defaults 1 s, 60 s, 60 s). */
   backoff?: Partial<RestartBackoff>;
   /** How often readiness is checked while a container starts. Default 100. */
@@ -71,9 +60,7 @@ export class DockerScheduler implements Scheduler {
   private readonly log: BatchedLogWriter;
   private readonly base: EngineScheduling;
   private readonly network: string;
-  private readonly bridge: string;
-  private readonly guard: boolean;
-  private readonly hostPortsAllowed: number[];
+  private readonly platform: PlatformNetwork;
   private readonly backoff: RestartBackoff;
   private readonly probeIntervalMs: number;
   private readonly containers = new Map<string, Managed>();
@@ -87,10 +74,8 @@ export class DockerScheduler implements Scheduler {
     this.base = engineScheduling(options);
     this.docker = this.base.docker;
     this.log = this.base.log;
-    this.network = options.network ?? 'svc-apps';
-    this.bridge = options.bridge ?? 'svc-apps0';
-    this.guard = options.guardHost ?? true;
-    this.hostPortsAllowed = options.hostPortsAllowed ?? [];
+    this.platform = platformNetworkOf(this.docker, options);
+    this.network = this.platform.network;
     this.backoff = restartBackoff(options.backoff);
     this.probeIntervalMs = options.probeIntervalMs ?? DEFAULT_PROBE_INTERVAL_MS;
   }
@@ -100,12 +85,22 @@ export class DockerScheduler implements Scheduler {
    * called by the first start or run, or at start-up to fail early.
    */
   prepare(): Promise<void> {
-    const network = { network: this.network, bridge: this.bridge, guard: this.guard, hostPortsAllowed: this.hostPortsAllowed };
-    this.prepared ??= preparePlatformNetwork(this.docker, this.base.instance, network, this.base.warn).catch((error: unknown) => {
+    this.prepared ??= preparePlatformNetwork(this.docker, this.base.instance, this.platform, this.base.warn).catch((error: unknown) => {
       this.prepared = null;
       throw error;
     });
     return this.prepared;
+  }
+
+  /**
+   * Takes the platform off the engine (the operator's teardown): shuts the scheduler down, then
+   * removes this instance's containers, its network and the network's iptables guard.
+   * Resolves with how many containers it removed.
+   * @throws Error when the network is still used by another instance's container or the guard cannot be removed.
+   */
+  async teardown(): Promise<number> {
+    await this.shutdown();
+    return removePlatformNetwork(this.docker, this.base.instance, this.platform);
   }
 
   /**

@@ -40,6 +40,7 @@ import { MemoryWatch } from './memory-watch';
 import { AppDirectories } from './app-directories';
 import { AppConfinement } from './confinement';
 import { LeftoverGroups, recordGroup } from './leftovers';
+import { imageBuildNote, processBuildProblem } from './image-builds';
 
 export { RUN_TIMEOUT_EXIT_CODE, SCHEDULER_LOG_SOURCE } from '@svc/core';
 export type { BackoffOptions, Endpoint, ProcessSchedulerOptions, SandboxStatus } from './scheduler-options';
@@ -76,6 +77,8 @@ export class ProcessScheduler implements Scheduler {
   private closing: Promise<void> | null = null;
   /** The process groups an earlier controller process left running: stopped, or held until their replacements serve. */
   readonly leftovers: LeftoverGroups;
+  /** Before a rollback: an image build (no Procfile command) or a pushed build whose checkout is gone is refused with the reason. */
+  readonly checkRunnable: NonNullable<Scheduler['checkRunnable']> = processBuildProblem;
 
   constructor(options: ProcessSchedulerOptions) {
     const dataDir = resolve(options.dataDir);
@@ -149,11 +152,7 @@ export class ProcessScheduler implements Scheduler {
     if (spec.command === null) {
       container.state = 'crashed';
       this.containers.set(spec.id, container);
-      this.event(
-        spec.app,
-        `${container.label} cannot run: the build has no command for the process type ${spec.type} (an image build). ` +
-          'Image builds need a container scheduler; this scheduler runs the commands of a Procfile as processes.',
-      );
+      this.event(spec.app, imageBuildNote(container.label, spec.type));
       return container.state;
     }
     this.containers.set(spec.id, container);

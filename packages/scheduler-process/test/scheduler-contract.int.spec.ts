@@ -24,6 +24,10 @@ describeSchedulerContract('ProcessScheduler', {
   image: 'unused',
   listen: `exec ${node} -e "require('http').createServer((q, r) => r.end('ok')).listen(Number(process.env.PORT))"`,
   executes: true,
+  unrunnable: [
+    { what: 'an image build (no Procfile command)', build: { procfile: {} }, reason: /^its build is an image build without a Procfile command/ },
+    { what: 'a pushed build whose checkout is gone', build: { workdir: join(tmpdir(), 'svc-contract-no-such-checkout') }, reason: /no longer on the controller's machine/ },
+  ],
 });
 
 describeSchedulerScenarios('ProcessScheduler', {

@@ -1,8 +1,9 @@
-import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import type Docker from 'dockerode';
 import { engineStatus } from './engine';
-import { guardHostFromBridge, unguardHostFromBridge } from './host-guard';
+import { bridgeOf } from './guarded-network';
+import { assertBridgeName, hostGuardSteps, hostUnguardSteps } from './host-guard';
+import { applySteps, localIptables, type IptablesRunner, type IptablesStep } from './iptables-runner';
 
 /** The network build steps run on, and its Linux bridge. */
 export const BUILD_NETWORK = 'svc-build';
@@ -43,47 +44,58 @@ export function ipv4Nameservers(text: string): string[] {
     .filter((address): address is string => address !== undefined && /^\d{1,3}(\.\d{1,3}){3}$/.test(address) && !address.startsWith('127.'));
 }
 
-function iptables(args: string[]): Promise<{ ok: boolean; output: string }> {
-  return new Promise((resolve) => {
-    execFile('iptables', ['-w', ...args], { timeout: 10_000 }, (error, stdout, stderr) =>
-      resolve({ ok: error === null, output: `${stdout}${stderr}`.trim() || (error?.message ?? '') }),
-    );
-  });
-}
-
-async function must(args: string[]): Promise<void> {
-  const result = await iptables(args);
-  if (!result.ok) throw new Error(`iptables ${args.join(' ')}: ${result.output}`);
+/**
+ * The steps of a bridge's egress guard: the chain made when missing, flushed and filled with
+ * {@link egressRules}, and one jump to it inserted first in `DOCKER-USER` (the chain the
+ * engine keeps for the operator's rules, before its own), or in `FORWARD` when the engine
+ * manages no iptables.
+ */
+export function egressGuardSteps(bridge: string, resolvers: readonly string[], extraBlocked: readonly string[] = []): IptablesStep[] {
+  assertBridgeName(bridge);
+  const chain = egressChainName(bridge);
+  const jump = ['-i', bridge, '-j', chain];
+  const dockerUser = ['-S', 'DOCKER-USER'];
+  return [
+    { kind: 'must', args: ['-N', chain], unless: [['-S', chain]] },
+    { kind: 'must', args: ['-F', chain] },
+    ...egressRules(bridge, resolvers, extraBlocked).map((rule): IptablesStep => ({ kind: 'must', args: ['-A', ...rule] })),
+    { kind: 'must', args: ['-I', 'DOCKER-USER', '1', ...jump], when: [dockerUser], unless: [['-C', 'DOCKER-USER', ...jump]] },
+    { kind: 'must', args: ['-I', 'FORWARD', '1', ...jump], unless: [dockerUser, ['-C', 'FORWARD', ...jump]] },
+  ];
 }
 
 /**
- * Installs the egress chain of a bridge and its jump from `DOCKER-USER` (the chain the
- * engine keeps for the operator's rules, before its own), or from `FORWARD` when the engine
- * manages no iptables. Idempotent.
- * @throws Error with iptables' message when the rules cannot be installed.
+ * The steps that remove a bridge's egress guard: every copy of its jump (from `DOCKER-USER`
+ * and `FORWARD`), then the chain when it exists; the first step reads FORWARD, so that a
+ * runner without the privilege fails instead of finding nothing to remove.
  */
-export async function guardEgressOfBridge(bridge: string, resolvers: readonly string[], extraBlocked: readonly string[] = []): Promise<void> {
-  if (!/^[a-zA-Z0-9_.-]{1,15}$/.test(bridge)) throw new Error(`unusable bridge name "${bridge}"`);
+export function egressUnguardSteps(bridge: string): IptablesStep[] {
+  assertBridgeName(bridge);
   const chain = egressChainName(bridge);
-  const created = await iptables(['-N', chain]);
-  if (!created.ok && !/exists/i.test(created.output)) throw new Error(`iptables -N ${chain}: ${created.output}`);
-  await must(['-F', chain]);
-  for (const rule of egressRules(bridge, resolvers, extraBlocked)) await must(['-A', ...rule]);
-  const parent = (await iptables(['-L', 'DOCKER-USER', '-n'])).ok ? 'DOCKER-USER' : 'FORWARD';
   const jump = ['-i', bridge, '-j', chain];
-  if (!(await iptables(['-C', parent, ...jump])).ok) await must(['-I', parent, '1', ...jump]);
+  return [
+    { kind: 'must', args: ['-S', 'FORWARD'] },
+    { kind: 'repeat', args: ['-D', 'DOCKER-USER', ...jump], when: [['-S', 'DOCKER-USER']] },
+    { kind: 'repeat', args: ['-D', 'FORWARD', ...jump] },
+    { kind: 'must', args: ['-F', chain], when: [['-S', chain]] },
+    { kind: 'must', args: ['-X', chain], when: [['-S', chain]] },
+  ];
 }
 
-/** Removes a bridge's egress chain and its jumps (tests, uninstall); missing rules are fine. */
-export async function unguardEgressOfBridge(bridge: string): Promise<void> {
-  const chain = egressChainName(bridge);
-  for (const parent of ['DOCKER-USER', 'FORWARD']) {
-    while ((await iptables(['-D', parent, '-i', bridge, '-j', chain])).ok) {
-      // Every copy of the jump goes.
-    }
-  }
-  await iptables(['-F', chain]);
-  await iptables(['-X', chain]);
+/**
+ * Installs the egress chain of a bridge and its jump. Idempotent.
+ * @throws Error with iptables' message when the rules cannot be installed.
+ */
+export async function guardEgressOfBridge(bridge: string, resolvers: readonly string[], extraBlocked: readonly string[] = [], runner: IptablesRunner = localIptables): Promise<void> {
+  await applySteps(runner, egressGuardSteps(bridge, resolvers, extraBlocked));
+}
+
+/**
+ * Removes a bridge's egress chain and its jumps (teardown, tests); missing rules are fine.
+ * @throws Error with iptables' message when the rules cannot be read or removed.
+ */
+export async function unguardEgressOfBridge(bridge: string, runner: IptablesRunner = localIptables): Promise<void> {
+  await applySteps(runner, egressUnguardSteps(bridge));
 }
 
 /** How the build network is made and guarded. */
@@ -97,6 +109,8 @@ export interface BuildNetworkOptions {
   resolvConf: string;
   /** More ranges no build step reaches (e.g. the machine's own LAN). */
   extraBlocked: readonly string[];
+  /** Where the guards' iptables commands run. */
+  runner: IptablesRunner;
 }
 
 /**
@@ -133,14 +147,24 @@ export async function prepareBuildNetwork(docker: Docker, options: BuildNetworkO
   if (network.Options?.['com.docker.network.bridge.enable_icc'] !== 'false') {
     throw new Error(`the build network ${options.network} lets containers reach each other (com.docker.network.bridge.enable_icc is not false): remove it and let the controller make it`);
   }
-  const bridge = network.Options?.['com.docker.network.bridge.name'] ?? `br-${network.Id.slice(0, 12)}`;
   const resolvers = ipv4Nameservers(await readFile(options.resolvConf, 'utf8').catch(() => ''));
-  await guardHostFromBridge(bridge, []);
-  await guardEgressOfBridge(bridge, resolvers, options.extraBlocked);
+  await applySteps(options.runner, buildGuardSteps(bridgeOf(network), resolvers, options.extraBlocked));
 }
 
-/** Removes the guards of a build bridge (tests, uninstall). */
-export async function unguardBuildBridge(bridge: string): Promise<void> {
-  await unguardHostFromBridge(bridge);
-  await unguardEgressOfBridge(bridge);
+/** Both guards of a build bridge, in one run: nothing of this host, no private destination. */
+export function buildGuardSteps(bridge: string, resolvers: readonly string[], extraBlocked: readonly string[]): IptablesStep[] {
+  return [...hostGuardSteps(bridge, []), ...egressGuardSteps(bridge, resolvers, extraBlocked)];
+}
+
+/** The steps that remove both guards of a build bridge. */
+export function buildUnguardSteps(bridge: string): IptablesStep[] {
+  return [...hostUnguardSteps(bridge), ...egressUnguardSteps(bridge)];
+}
+
+/**
+ * Removes the guards of a build bridge (teardown, tests); missing rules are fine.
+ * @throws Error with iptables' message when the rules cannot be read or removed.
+ */
+export async function unguardBuildBridge(bridge: string, runner: IptablesRunner = localIptables): Promise<void> {
+  await applySteps(runner, buildUnguardSteps(bridge));
 }

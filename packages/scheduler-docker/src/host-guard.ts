@@ -1,16 +1,48 @@
-import { execFile } from 'node:child_process';
-
-function iptables(args: string[]): Promise<{ ok: boolean; output: string }> {
-  return new Promise((resolve) => {
-    execFile('iptables', ['-w', ...args], { timeout: 10_000 }, (error, stdout, stderr) =>
-      resolve({ ok: error === null, output: `${stdout}${stderr}`.trim() || (error?.message ?? '') }),
-    );
-  });
-}
+import { applySteps, localIptables, type IptablesRunner, type IptablesStep } from './iptables-runner';
 
 /** The name of the chain that guards the host from one bridge (iptables allows 28 characters). */
 export function guardChainName(bridge: string): string {
   return `SVC-HOST-${bridge}`.slice(0, 28);
+}
+
+/** @throws Error when `bridge` is not a Linux interface name (it goes into iptables commands). */
+export function assertBridgeName(bridge: string): void {
+  if (!/^[a-zA-Z0-9_.-]{1,15}$/.test(bridge)) throw new Error(`unusable bridge name "${bridge}"`);
+}
+
+/**
+ * The steps of a bridge's host guard: the chain made when missing, flushed and filled again
+ * (replies, `allowedPorts`, then DROP), and one jump from INPUT for packets arriving on the
+ * bridge, inserted first when it is not there yet.
+ */
+export function hostGuardSteps(bridge: string, allowedPorts: readonly number[] = []): IptablesStep[] {
+  assertBridgeName(bridge);
+  const chain = guardChainName(bridge);
+  const jump = ['-i', bridge, '-j', chain];
+  return [
+    { kind: 'must', args: ['-N', chain], unless: [['-S', chain]] },
+    { kind: 'must', args: ['-F', chain] },
+    { kind: 'must', args: ['-A', chain, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'ACCEPT'] },
+    ...[...new Set(allowedPorts)].map((port): IptablesStep => ({ kind: 'must', args: ['-A', chain, '-p', 'tcp', '--dport', String(port), '-j', 'ACCEPT'] })),
+    { kind: 'must', args: ['-A', chain, '-j', 'DROP'] },
+    { kind: 'must', args: ['-I', 'INPUT', '1', ...jump], unless: [['-C', 'INPUT', ...jump]] },
+  ];
+}
+
+/**
+ * The steps that remove a bridge's host guard: every copy of its jump from INPUT, then the
+ * chain when it exists. The first step reads INPUT, so that a runner without the privilege
+ * fails instead of finding nothing to remove.
+ */
+export function hostUnguardSteps(bridge: string): IptablesStep[] {
+  assertBridgeName(bridge);
+  const chain = guardChainName(bridge);
+  return [
+    { kind: 'must', args: ['-S', 'INPUT'] },
+    { kind: 'repeat', args: ['-D', 'INPUT', '-i', bridge, '-j', chain] },
+    { kind: 'must', args: ['-F', chain], when: [['-S', chain]] },
+    { kind: 'must', args: ['-X', chain], when: [['-S', chain]] },
+  ];
 }
 
 /**
@@ -21,34 +53,14 @@ export function guardChainName(bridge: string): string {
  * not touched. Idempotent: the chain is flushed and filled again, the jump added once.
  * @throws Error with iptables' message when the rules cannot be installed (no privilege, no iptables).
  */
-export async function guardHostFromBridge(bridge: string, allowedPorts: number[] = []): Promise<void> {
-  if (!/^[a-zA-Z0-9_.-]{1,15}$/.test(bridge)) throw new Error(`unusable bridge name "${bridge}"`);
-  const chain = guardChainName(bridge);
-  const created = await iptables(['-N', chain]);
-  if (!created.ok && !/exists/i.test(created.output)) throw new Error(`iptables -N ${chain}: ${created.output}`);
-  const steps: string[][] = [
-    ['-F', chain],
-    ['-A', chain, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'ACCEPT'],
-    ...[...new Set(allowedPorts)].map((port) => ['-A', chain, '-p', 'tcp', '--dport', String(port), '-j', 'ACCEPT']),
-    ['-A', chain, '-j', 'DROP'],
-  ];
-  for (const step of steps) {
-    const result = await iptables(step);
-    if (!result.ok) throw new Error(`iptables ${step.join(' ')}: ${result.output}`);
-  }
-  const jump = ['INPUT', '-i', bridge, '-j', chain];
-  if (!(await iptables(['-C', ...jump])).ok) {
-    const inserted = await iptables(['-I', ...jump.slice(0, 1), '1', ...jump.slice(1)]);
-    if (!inserted.ok) throw new Error(`iptables -I ${jump.join(' ')}: ${inserted.output}`);
-  }
+export async function guardHostFromBridge(bridge: string, allowedPorts: number[] = [], runner: IptablesRunner = localIptables): Promise<void> {
+  await applySteps(runner, hostGuardSteps(bridge, allowedPorts));
 }
 
-/** Removes the guard of a bridge (tests, uninstall). Missing rules are fine. */
-export async function unguardHostFromBridge(bridge: string): Promise<void> {
-  const chain = guardChainName(bridge);
-  while ((await iptables(['-D', 'INPUT', '-i', bridge, '-j', chain])).ok) {
-    // Every copy of the jump goes.
-  }
-  await iptables(['-F', chain]);
-  await iptables(['-X', chain]);
+/**
+ * Removes the guard of a bridge (teardown, tests); missing rules are fine.
+ * @throws Error with iptables' message when the rules cannot be read or removed.
+ */
+export async function unguardHostFromBridge(bridge: string, runner: IptablesRunner = localIptables): Promise<void> {
+  await applySteps(runner, hostUnguardSteps(bridge));
 }

@@ -32,12 +32,15 @@ export type { EngineSchedulerOptions } from './options';
 export { SCHEDULER_LOG_SOURCE } from '@svc/core';
 export type { RegistryLogin } from './registry-login';
 export { MEMBERS_LABEL, SwarmScheduler, drainScript, healthScript, parseServiceLogLine, type SwarmSchedulerOptions } from './swarm';
-export { guardChainName, guardHostFromBridge, unguardHostFromBridge } from './host-guard';
+export { guardChainName, guardHostFromBridge, hostGuardSteps, hostUnguardSteps, unguardHostFromBridge } from './host-guard';
+export { LocalIptables, applySteps, failureOf, iptablesScript, localIptables, outcomesOf, type GuardRunnerChoice, type IptablesOutcome, type IptablesRunner, type IptablesStep } from './iptables-runner';
+export { EngineIptables, guardRunner, helperContainerSpec, type GuardRunnerOptions } from './iptables-engine';
+export { DEFAULT_GUARD_IMAGE, type PlatformNetworkOptions } from './platform-network';
 /** The engine client type (dockerode's), for those that share one. */
 export type { default as Docker } from 'dockerode';
 export { COMPILE_CONTAINER_PREFIX, DockerSourceCompiler, cacheVolumeName, type DockerSourceCompilerOptions } from './source-compiler';
 export { COMPILE_PATHS } from './compile-session';
-export { BLOCKED_RANGES, BUILD_BRIDGE, BUILD_NETWORK, egressChainName, egressRules, ipv4Nameservers, unguardBuildBridge } from './build-network';
+export { BLOCKED_RANGES, BUILD_BRIDGE, BUILD_NETWORK, buildGuardSteps, buildUnguardSteps, egressChainName, egressRules, ipv4Nameservers, unguardBuildBridge } from './build-network';
 export { STACK_IMAGE_SCRIPT, checkStackImage, stackImageCommand, type StackImageCheck, type StackImageSource } from './stack-image';
 export { UNCONFINED_ENGINE, assertEngineConfinesBuilds, confinesRoot, engineConfinesBuilds } from './build-checks';
 export { isImageIdReference, refusalOf } from './image-references';

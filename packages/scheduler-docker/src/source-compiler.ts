@@ -3,10 +3,13 @@ import { basename, dirname } from 'node:path';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
 import { buildFailed, type CompileRequest, type CompileSession, type SourceCompiler } from '@svc/core';
-import { BUILD_BRIDGE, BUILD_NETWORK, prepareBuildNetwork } from './build-network';
+import { BUILD_BRIDGE, BUILD_NETWORK, buildUnguardSteps, prepareBuildNetwork } from './build-network';
 import { DockerCompileSession, COMPILE_PATHS } from './compile-session';
 import { runCacheTask, runStep } from './compile-steps';
 import { LABELS, engineStatus } from './engine';
+import { removeGuardedNetwork } from './guarded-network';
+import { guardRunner } from './iptables-engine';
+import type { GuardRunnerChoice, IptablesRunner } from './iptables-runner';
 import { APP_UUID_LABEL, sizeOf } from './image-builder';
 import type { RegistryLogin } from './registry-login';
 import { ensureStackImage, type StackImageSource } from './stack-image';
@@ -33,8 +36,10 @@ export interface DockerSourceCompilerOptions {
   /** The build network (default `svc-build`) and its Linux bridge when it is made here (default `svc-build0`). */
   network?: string;
   bridge?: string;
-  /** Install the build network's iptables guards (needs root on the engine's machine). Default true; false only where the operator installs them. */
+  /** Install the build network's iptables guards (needs root on the engine's machine, or a helper container). Default true; false only where the operator installs them. */
   guardNetwork?: boolean;
+  /** Where the guards' iptables commands run (`DOCKER_GUARDS`): `auto` (default), `local` or `engine` (a helper container of the stack image). */
+  guards?: GuardRunnerChoice;
   /** Ranges no build step reaches besides the private, loopback, link-local and CGNAT ones (e.g. the machine's LAN). */
   extraBlockedRanges?: string[];
   /** The resolv.conf whose name servers build steps' DNS queries reach; default `/etc/resolv.conf`. */
@@ -78,7 +83,8 @@ export function cacheVolumeName(appUuid: string): string {
  */
 export class DockerSourceCompiler implements SourceCompiler {
   private readonly docker: Docker;
-  private readonly settings: Required<Omit<DockerSourceCompilerOptions, 'docker' | 'dockerHost' | 'makeStackImage' | 'stackImageScript' | 'busybox' | 'registry' | 'registryLogin' | 'nanoCpus'>>;
+  private readonly settings: Required<Omit<DockerSourceCompilerOptions, 'docker' | 'dockerHost' | 'makeStackImage' | 'stackImageScript' | 'busybox' | 'registry' | 'registryLogin' | 'nanoCpus' | 'guards'>>;
+  private readonly guards: IptablesRunner;
   private readonly nanoCpus: number | null;
   private readonly stack: StackImageSource;
   private readonly registry: string | null;
@@ -115,6 +121,8 @@ export class DockerSourceCompiler implements SourceCompiler {
     };
     this.registry = options.registry?.replace(/\/+$/, '') || null;
     this.login = this.registry !== null && options.registryLogin ? { registry: this.registry, ...options.registryLogin } : null;
+    // The helper that installs the guards through the engine is a container of the stack image.
+    this.guards = guardRunner({ docker: options.docker, choice: options.guards ?? 'auto', image: options.stackImage, ensureImage: () => this.ensureStack() });
   }
 
   /**
@@ -136,8 +144,7 @@ export class DockerSourceCompiler implements SourceCompiler {
       throw buildFailed(`the commit's files take more than ${Math.floor(limit / MIB)} MiB, the most a build may take.`);
     }
     await this.prepare();
-    this.stackMade ??= ensureStackImage(this.stack, () => undefined).finally(() => (this.stackMade = null));
-    await this.stackMade;
+    await this.ensureStack();
     const stack = await this.docker.getImage(this.settings.stackImage).inspect();
     const labels = { [LABELS.app]: request.app, [APP_UUID_LABEL]: request.appUuid };
     const cacheVolume = cacheVolumeName(request.appUuid);
@@ -225,6 +232,21 @@ export class DockerSourceCompiler implements SourceCompiler {
     return removed;
   }
 
+  /**
+   * Takes builds off the engine (the operator's teardown): removes every build container on the
+   * build network, the network, and its guards (when this compiler installs them).
+   * @throws Error when the network is still used (another container on it) or the guards cannot be removed.
+   */
+  async teardown(): Promise<void> {
+    const listed = await this.docker.listContainers({ all: true, filters: { name: [COMPILE_CONTAINER_PREFIX], network: [this.settings.network] } });
+    for (const info of listed) {
+      if (info.Names.some((name) => name.replace(/^\//, '').startsWith(COMPILE_CONTAINER_PREFIX))) await this.docker.getContainer(info.Id).remove({ force: true }).catch(() => undefined);
+    }
+    const unguard = this.settings.guardNetwork ? buildUnguardSteps : () => [];
+    await removeGuardedNetwork(this.docker, this.settings.network, this.settings.bridge, unguard, this.guards);
+    this.prepared = null;
+  }
+
   async removeApp(_app: string, appUuid: string): Promise<void> {
     try {
       await this.docker.getVolume(cacheVolumeName(appUuid)).remove();
@@ -244,7 +266,14 @@ export class DockerSourceCompiler implements SourceCompiler {
       labels: {},
       resolvConf: this.settings.resolvConf,
       extraBlocked: this.settings.extraBlockedRanges,
+      runner: this.guards,
     });
+  }
+
+  /** Makes the stack image when the engine lacks it (once at a time). */
+  private async ensureStack(): Promise<void> {
+    this.stackMade ??= ensureStackImage(this.stack, () => undefined).finally(() => (this.stackMade = null));
+    await this.stackMade;
   }
 
   /** The commit's files into /app, the app's user's. */

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import type { InstalledBuildpack } from '@svc/core';
-import { APP_LABEL, DockerSourceCompiler, cacheVolumeName, egressChainName, guardChainName, unguardBuildBridge } from '../src';
+import { APP_LABEL, DockerSourceCompiler, cacheVolumeName, egressChainName, guardChainName } from '../src';
 import { SCRIPT_BUILDPACK, compileWith, makeStackImage, writeTree } from './support/compile';
 import { BUSYBOX, TEST_DOCKER_HOST, connectTestEngine, describeWithEngine } from './support/engine';
 import { execFileSync } from 'node:child_process';
@@ -103,8 +103,8 @@ describeWithEngine('The build network against a real engine', () => {
     await docker.getNetwork(appsNetwork).remove().catch(() => undefined);
     await docker.getVolume(cacheVolumeName(uuid)).remove().catch(() => undefined);
     await docker.getImage(stack).remove({ force: true }).catch(() => undefined);
-    await docker.getNetwork(network).remove().catch(() => undefined);
-    await unguardBuildBridge(bridge);
+    // The operator's teardown: the network and both guards.
+    await compiler.teardown();
     await new Promise((done) => server?.close(done));
     await rm(root, { recursive: true, force: true });
   });

@@ -2,7 +2,7 @@
 import type Docker from 'dockerode';
 import type { LogEntry, LogStore } from '@svc/core';
 import { InMemoryLogStore } from '@svc/core/testing';
-import { DockerScheduler, LABELS, createEngine, pingEngine, unguardHostFromBridge, type DockerSchedulerOptions } from '../../src';
+import { DockerScheduler, createEngine, pingEngine, type DockerSchedulerOptions } from '../../src';
 
 /** The engine the Docker tests use (`TEST_DOCKER_HOST`), or null when they are not to run. */
 export const TEST_DOCKER_HOST: string | null = process.env.TEST_DOCKER_HOST?.trim() ? process.env.TEST_DOCKER_HOST.trim() : null;
@@ -85,7 +85,7 @@ export async function logLines(logs: InMemoryLogStore, app: string): Promise<str
   return (await logs.tail(app, 10_000)).map((e: LogEntry) => `${e.source}: ${e.message}`);
 }
 
-/** Makes a scheduler for one test file; `cleanUp` removes its containers, network and host guard. */
+/** Makes a scheduler for one test file; `cleanUp` removes its containers, network and host guard (its teardown). */
 export async function testScheduler(overrides: Partial<DockerSchedulerOptions> = {}): Promise<TestScheduler> {
   const { docker, tag, logs } = await connectTestEngine(TEST_DOCKER_HOST, 'Docker engine');
   const warnings: string[] = [];
@@ -130,10 +130,8 @@ export async function testScheduler(overrides: Partial<DockerSchedulerOptions> =
     },
     async cleanUp() {
       await Promise.all(made.map((s) => s.shutdown()));
-      const leftovers = await docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${options.instance ?? ''}`] } });
-      await Promise.all(leftovers.map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
-      await docker.getNetwork(options.network ?? '').remove().catch(() => undefined);
-      await unguardHostFromBridge(options.bridge ?? '');
+      // The operator's teardown: the instance's containers, its network and the network's guard.
+      await make().teardown();
     },
   };
 }

@@ -18,6 +18,7 @@ import { metricsRoutes, type MetricsEndpoint } from './routes/metrics';
 import { probeRoutes } from './routes/probes';
 import { releaseRoutes } from './routes/releases';
 import { eventRoutes } from './routes/events';
+import { NO_ADDRESSES, platformRoutes, type PlatformAddresses } from './routes/platform';
 import { resourceRoutes } from './routes/resources';
 
 /** What the HTTP edge needs from the application that embeds it. */
@@ -52,6 +53,8 @@ export interface HttpOptions {
   metrics?: MetricsEndpoint;
   /** The directory of the dashboard's built files, served at `/dashboard/`; absent: no dashboard. */
   dashboardDirectory?: string;
+  /** Where the apps and the git server are reached, for `GET /v1/platform`; absent: neither is known. */
+  platform?: () => PlatformAddresses;
 }
 
 /** Every route of the API, in the order they are tried. */
@@ -63,6 +66,7 @@ function apiRoutes(context: RouteContext): Route[] {
     ...releaseRoutes(context),
     ...resourceRoutes(context),
     ...eventRoutes(context),
+    ...platformRoutes(context),
   ];
 }
 
@@ -71,7 +75,7 @@ export function routeTable(): RouteShape[] {
   const unused = (): never => {
     throw new Error('The route table is for reading');
   };
-  const context = { useCases: {}, platformDomain: '', ready: unused, logger: silentLogger, followBufferBytes: 0, openApi: unused };
+  const context = { useCases: {}, platformDomain: '', ready: unused, logger: silentLogger, followBufferBytes: 0, openApi: unused, platform: unused };
   return apiRoutes(context as unknown as RouteContext).map(({ method, path, auth, feature }) => ({ method, path, auth, feature }));
 }
 
@@ -88,6 +92,7 @@ export function createHttpApp(options: HttpOptions): Application {
     followBufferBytes: options.followBufferBytes ?? DEFAULT_FOLLOW_BUFFER_BYTES,
     shutdown: options.shutdown,
     openApi: () => (document ??= openApiDocument(routes, options.platformVersion)),
+    platform: options.platform ?? (() => NO_ADDRESSES),
   };
   const routes = apiRoutes(context);
 

@@ -6,5 +6,6 @@ export type { HttpLogger } from './logger';
 export { BoundedLineWriter, DEFAULT_FOLLOW_BUFFER_BYTES, FOLLOW_MARKER_SOURCE, followRequested, type LineSink } from './follow';
 export { UNMATCHED_ROUTE, type RequestObserver, type RequestSample } from './observe';
 export type { MetricsEndpoint } from './routes/metrics';
+export type { PlatformAddresses } from './routes/platform';
 export { DASHBOARD_CSP, DASHBOARD_PATH } from './dashboard';
 export { isSameOrigin } from './origins';

@@ -1,5 +1,6 @@
 import { API_VERSIONS, LATEST_API_VERSION, policyFor, type ApiVersion, type VersionedFeature } from '@svc/core';
 import { EVENT_OPERATIONS, EVENT_SCHEMAS, EXTENSIONS_DESCRIPTION } from './openapi-events';
+import { PLATFORM_OPERATIONS, PLATFORM_SCHEMAS } from './openapi-platform';
 import type { Route } from './routing';
 
 /*
@@ -382,6 +383,7 @@ const OPERATIONS: Record<string, Operation> = {
   'GET /v1/certs/:common_name': { summary: 'Show a certificate (1.2+)', status: 200, response: 'Certificate', tag: 'certificates' },
   'DELETE /v1/certs/:common_name': { summary: 'Remove a certificate (1.2+)', status: 204, response: null, tag: 'certificates' },
   ...EVENT_OPERATIONS,
+  ...PLATFORM_OPERATIONS,
 };
 
 /** The first version that has a feature, read from the version policy. */
@@ -492,10 +494,10 @@ export function openApiDocument(routes: readonly RouteShape[], platformVersion: 
     'x-svc-api-versions': [...API_VERSIONS],
     servers: [{ url: '/' }],
     security: [{ token: [] }],
-    tags: ['probes', 'accounts', 'apps', 'processes', 'releases', 'domains', 'keys', 'permissions', 'certificates', 'events'].map((name) => ({ name })),
+    tags: ['probes', 'accounts', 'apps', 'processes', 'releases', 'domains', 'keys', 'permissions', 'certificates', 'events', 'platform'].map((name) => ({ name })),
     paths,
     components: {
-      schemas: { ...SCHEMAS, ...EVENT_SCHEMAS },
+      schemas: { ...SCHEMAS, ...EVENT_SCHEMAS, ...PLATFORM_SCHEMAS },
       securitySchemes: {
         token: { type: 'apiKey', in: 'header', name: 'Authorization', description: '`Authorization: token <40 hex characters>` (scheme case-insensitive)' },
       },

@@ -5,6 +5,7 @@ import { readBody } from './body';
 import { idempotently } from './idempotency';
 import { methodNotAllowed, routeNotFound } from './http-error';
 import type { HttpLogger } from './logger';
+import type { PlatformAddresses } from './routes/platform';
 import { stateOf } from './state';
 
 /** What every handler gets: the request, its version, its caller and its parsed body. */
@@ -32,6 +33,8 @@ export interface RouteContext {
   shutdown?: AbortSignal;
   /** The OpenAPI document of the routes (built from the route table once, on first use). */
   openApi: () => Record<string, unknown>;
+  /** Where the apps and the git server are reached, read at each request (listeners bound after the API's are known then). */
+  platform: () => PlatformAddresses;
 }
 
 type Method = 'get' | 'post' | 'delete';

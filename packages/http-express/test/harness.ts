@@ -61,6 +61,7 @@ export interface HarnessOptions {
   requestObserver?: HttpOptions['requestObserver'];
   metrics?: HttpOptions['metrics'];
   dashboardDirectory?: string;
+  platform?: HttpOptions['platform'];
 }
 
 /** The platform version the test application announces. */
@@ -107,6 +108,7 @@ export function harness(options: HarnessOptions = {}): Harness {
     allowedHosts: options.allowedHosts ?? ['.example.com'],
     requestObserver: options.requestObserver,
     metrics: options.metrics,
+    ...(options.platform === undefined ? {} : { platform: options.platform }),
   });
   return { app, scheduler, clock, logs, uow, logger, useCases };
 }

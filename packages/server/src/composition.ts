@@ -25,7 +25,7 @@ import { ForgeCertificateParser } from '@svc/certs-forge';
 import { FileLogStore } from '@svc/logs-file';
 import type { ProcessScheduler } from '@svc/scheduler-process';
 import { DockerImageBuilder, type Docker, type RegistryLogin } from '@svc/scheduler-docker';
-import { createHttpApp, type HttpLogger, type HttpOptions } from '@svc/http-express';
+import { createHttpApp, type HttpLogger, type HttpOptions, type PlatformAddresses } from '@svc/http-express';
 import { GitServer } from '@svc/builder-git';
 import { AppRouter, RouterCluster, RouterLink, type AppRouterOptions, type LogLevel, type RequestObserver } from '@svc/router-http';
 import type { ControllerMetrics } from '@svc/metrics-prometheus';
@@ -71,6 +71,8 @@ export interface CompositionOptions extends SchedulerSetup {
   allowedHosts?: readonly string[];
   /** The dashboard's built files, served at `/dashboard/`; absent or null: no dashboard. */
   dashboardDirectory?: string | null;
+  /** Where the apps and the git server are reached (`GET /v1/platform`), read at each request; absent: not known. */
+  platform?: () => PlatformAddresses;
   logger: HttpLogger;
   /** How pushed commits are built into images; absent or null: they run from their checkout. */
   imageBuilds?: ImageBuildSettings | null;
@@ -253,6 +255,7 @@ const httpModule = (options: CompositionOptions) =>
         corsAllowedOrigins: options.corsAllowedOrigins,
         allowedHosts: options.allowedHosts,
         ...(options.dashboardDirectory ? { dashboardDirectory: options.dashboardDirectory } : {}),
+        ...(options.platform ? { platform: options.platform } : {}),
         shutdown: options.shutdown,
         ...(options.metrics ? httpMetrics(options.metrics.collector, options.metrics.token) : {}),
       }),

@@ -6,6 +6,7 @@ import type { SandboxOptions } from '@svc/scheduler-process';
 import type { RegistryLogin } from '@svc/scheduler-docker';
 import { buildpackSettings, buildpackUrlAllow, type BuildpackSettings } from './config-buildpacks';
 import { acmeConfig, type AcmeConfig } from './config-acme';
+import { appsUrlSettings, type AppsUrlSettings } from './config-public';
 import { eventCoreSettings, eventSettings, type EventSettings } from './config-events';
 import { ConfigError, flag, integer, list, oneOf, text, type Env } from './config-values';
 import {
@@ -142,6 +143,8 @@ export interface ServerConfig {
   routerHost: string;
   /** The router's HTTPS port (`ROUTER_TLS_PORT`, 0 = any free port); null when unset. */
   routerTlsPort: number | null;
+  /** Where clients reach the apps when not at the router's own scheme and port (APPS_URL_SCHEME, APPS_URL_PORT). */
+  appsUrl: AppsUrlSettings;
   /** `GET /metrics` on the API port (`METRICS`, default on), and the bearer token it requires (`METRICS_TOKEN`; null: none). */
   metrics: { enabled: boolean; token: string | null };
   router: RouterSettings;
@@ -449,6 +452,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     routerPort: routerPort(env),
     routerHost: text(env, 'ROUTER_HOST', text(env, 'HOST', '127.0.0.1')),
     routerTlsPort: routerTlsPort(env),
+    appsUrl: appsUrlSettings(env),
     metrics: metrics(env),
     router: routerSettings(env),
     settings,

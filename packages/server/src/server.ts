@@ -12,6 +12,7 @@ import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
 import { ControllerMetrics, createAcmeMetrics, createRouterMetrics } from '@svc/metrics-prometheus';
 import { AcmeRounds, acmeRoundsOnChanges, acmeSetup, leaseHolder } from './acme';
 import { checkPorts } from './preflight';
+import { appUrl, publicRouter, type PublicRouter } from './public-addresses';
 import { routerSetup } from './router-setup';
 import { compose, type GitSetup, type PlatformRouter } from './composition';
 import { dashboardDirectory } from './dashboard';
@@ -54,7 +55,7 @@ export interface RunningServer {
  * Where the git server keeps its repositories (`DATA_DIR/git`) and build directories
  * (`DATA_DIR/builds`), with the host key generated once in `DATA_DIR/ssh_host_ed25519_key`.
  */
-function gitSetup(config: ServerConfig, dataDir: string, routerPort: () => number | null): { setup: GitSetup; hostKey: HostKey } {
+function gitSetup(config: ServerConfig, dataDir: string, apps: () => PublicRouter | null): { setup: GitSetup; hostKey: HostKey } {
   const hostKey = loadOrCreateHostKey(join(dataDir, 'ssh_host_ed25519_key'));
   const domain = config.settings.platformDomain;
   return {
@@ -66,8 +67,8 @@ function gitSetup(config: ServerConfig, dataDir: string, routerPort: () => numbe
       ...config.gitConnections,
       // Shown to the pusher once the app is released: where the router answers for it.
       appUrl: (appId) => {
-        const port = routerPort();
-        return port === null ? null : `http://${appId}.${domain}${port === 80 ? '' : `:${port}`}`;
+        const router = apps();
+        return router === null ? null : appUrl(`${appId}.${domain}`, router);
       },
     },
   };
@@ -233,9 +234,12 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     throw error;
   }
 
-  // Set once the router listens; the git server shows pushers the app's address on it.
+  // Set once the router and the git server listen; pushers and GET /v1/platform are told the apps' address on the router.
   let routerPort: number | null = null;
-  const git = config.gitSshPort === null ? null : gitSetup(config, dataDir, () => routerPort);
+  let routerTlsPort: number | null = null;
+  let gitPort: number | null = null;
+  const apps = (): PublicRouter | null => publicRouter(config.appsUrl, { http: routerPort, https: routerTlsPort });
+  const git = config.gitSshPort === null ? null : gitSetup(config, dataDir, apps);
   // Ends log follow streams at shutdown: they would otherwise hold the stop up to its timeout.
   const shutdown = new AbortController();
   // Which scheduler, and what it must have ready before the controller serves: schedulers.ts.
@@ -275,6 +279,7 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     corsAllowedOrigins: config.corsAllowedOrigins,
     allowedHosts: [...config.allowedHosts, ...configuredHost(config.host)],
     dashboardDirectory: config.dashboard ? dashboardDirectory() : null,
+    platform: () => ({ apps: apps(), gitPort }),
     logger,
     git: git?.setup ?? null,
     imageBuilds: config.imageBuilds,
@@ -321,7 +326,6 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
 
-  let gitPort: number | null = null;
   if (gitServer !== null && config.gitSshPort !== null) {
     try {
       gitPort = (await gitServer.listen(config.gitSshPort, config.gitSshHost)).port;
@@ -335,7 +339,6 @@ export async function startServer(config: ServerConfig, logger: Logger): Promise
     logger.info({ host: config.gitSshHost, port: gitPort, hostKey: git?.hostKey.fingerprint }, `git server listening on ssh://${config.gitSshHost}:${gitPort}`);
   }
 
-  let routerTlsPort: number | null = null;
   try {
     if (config.routerPort !== null) routerPort = (await router.listen(config.routerPort, config.routerHost)).port;
     if (config.routerTlsPort !== null) routerTlsPort = (await router.listenTls(config.routerTlsPort, config.routerHost)).port;

@@ -81,6 +81,8 @@ const ROWS: readonly Row[] = [
   { method: 'GET', path: '/metrics', expect: [200, 200, 200, 200, 200], target: () => ({ path: '/metrics' }) },
   // The API's contract is public: clients read it before they have an account.
   { method: 'GET', path: '/v1/openapi.json', expect: [200, 200, 200, 200, 200], target: () => ({ path: '/v1/openapi.json' }) },
+  // Where the apps and the git server are reached (an extension): any user.
+  { method: 'GET', path: '/v1/platform/', expect: [401, 200, 200, 200, 200], target: () => ({ path: '/v1/platform/' }) },
 
   // Accounts.
   {

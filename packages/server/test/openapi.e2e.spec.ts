@@ -40,6 +40,10 @@ describeEachBackend('OpenAPI document against real responses', (backend) => {
     expectStatus(await call(server.api, 'GET', '/readyz'), 200);
     expectStatus(await call(server.api, 'GET', '/v1/'), 401);
     expectStatus(await call(alice.api, 'GET', '/v1/'), 200);
+    expectStatus(await call(server.api, 'GET', '/v1/platform/'), 401);
+    const platform = await call(alice.api, 'GET', '/v1/platform/');
+    expectStatus(platform, 200);
+    expect(platform.body).toMatchObject({ apps: { scheme: 'http', port: server.current.routerPort }, git: null });
   });
 
   it('accounts, tokens, passwords, users and administrators', async () => {

@@ -56,6 +56,18 @@ export interface Certificate {
   common_name: string;
   expires: string;
 }
+/** The scheme and public port at which the router answers for the apps. */
+export interface AppsAddress {
+  scheme: 'http' | 'https';
+  port: number;
+}
+/** Where the apps and the git server are reached (`GET /v1/platform`, an extension). */
+export interface Platform {
+  platform_domain: string;
+  /** Null when the controller does not know the router's address. */
+  apps: AppsAddress | null;
+  git: { host: string; port: number } | null;
+}
 
 /** Path segments are sent percent-encoded. */
 const seg = encodeURIComponent;
@@ -112,6 +124,10 @@ export class Api {
     return items;
   }
 
+  /** The router's public scheme and port (an app's `url` is a host name only) and the git server. */
+  platform(): Promise<Platform> {
+    return this.request('GET', '/v1/platform/');
+  }
   apps(): Promise<App[]> {
     return this.all<App>('/v1/apps/?page_size=1000');
   }

@@ -121,3 +121,21 @@ export function certificateCovers(commonName: string, host: string): boolean {
   const suffix = name.slice(1);
   return target.endsWith(suffix) && target.length > suffix.length && !target.slice(0, -suffix.length).includes('.');
 }
+
+/**
+ * An app's address: its `url` (a host name, `shop.localhost`) with the router's public scheme
+ * and port, `http://shop.localhost:8080/`; no port when it is the scheme's default.
+ */
+export function appLink(host: string, router: { scheme: 'http' | 'https'; port: number }): string {
+  const standard = (router.scheme === 'http' && router.port === 80) || (router.scheme === 'https' && router.port === 443);
+  return `${router.scheme}://${host}${standard ? '' : `:${router.port}`}/`;
+}
+
+/**
+ * Whether a release may be rolled back to: it has a build, or the current release has none
+ * either. Rolling an app that runs a build back to a release without one would leave it
+ * nothing to run; the API refuses it (409), so no button offers it.
+ */
+export function canRollBackTo(target: { build: string | null }, current: { build: string | null }): boolean {
+  return target.build !== null || current.build === null;
+}

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { chromium, type Browser, type Locator, type Page } from 'playwright-core';
 import { sandboxUnavailable } from '../../scheduler-process/test/support/sandbox';
 import { inlineNode, login, register, startTestServer, type TestServer } from '../../server/test/support';
 import { CHROMIUM_PATH, describeInBrowser, eventually } from './browser';
@@ -28,6 +28,12 @@ let n = 0;
 require('http').createServer((req, res) => { console.log('request ' + req.url.slice(1)); res.end('ok'); })
   .listen(Number(process.env.PORT), () => console.log('listening on ' + process.env.PORT));
 setInterval(() => console.log('tick ' + (++n)), 500);
+`);
+
+/** An app that answers each request with its own name, the path and the Host it was asked for. */
+const HELLO = inlineNode(`
+require('http').createServer((req, res) => { res.setHeader('Content-Type', 'text/plain'); res.end('hello from ' + process.env.SVC_APP + ' at ' + req.url + ' for ' + req.headers.host); })
+  .listen(Number(process.env.PORT));
 `);
 
 /** What the router answers for a path of `<app>.localhost`. */
@@ -241,8 +247,9 @@ describeInBrowser('the dashboard in Chromium, against a controller running apps 
     expect(await row.textContent()).toContain('alice');
     expect(await row.textContent()).toContain('web 2');
     await screenshot(page, 'apps.png');
-    // Queried as a person would, the app's link and the Logs panel are each one thing on their page.
-    expect(await page.getByRole('link', { name: 'webapp' }).count()).toBe(1);
+    // Queried as a person would, the app's page link, its URL's link and the Logs panel are each one thing on their page.
+    expect(await page.getByRole('link', { name: 'webapp', exact: true }).count()).toBe(1);
+    expect(await page.getByRole('link', { name: `http://webapp.localhost:${server.routerPort}/`, exact: true }).count()).toBe(1);
 
     // Delete an app: the button waits for the app's id to be typed.
     await page.getByLabel(/^App name/).fill('scratch');
@@ -328,6 +335,73 @@ describeInBrowser('the dashboard in Chromium, against a controller running apps 
     const panel = await page.getByRole('log', { name: 'Logs' }).boundingBox();
     expect(panel?.width).toBeLessThanOrEqual(375);
     await screenshot(page, 'app-page-375.png');
+    await page.context().close();
+  });
+
+  it("links each app to its URL on the router (scheme, host and port), in the apps list and on its page, and the link reaches the app", async () => {
+    const alice = server.api.as(aliceToken);
+    expect((await alice.post('/v1/apps/', { id: 'linked' })).status).toBe(201);
+    expect((await alice.post('/v1/apps/linked/builds/', { image: 'example/hello:1', procfile: { web: HELLO } })).status).toBe(201);
+    await eventually(async () => expect(await viaRouter(server.routerPort as number, 'linked', '/')).toBe(200), 30_000);
+    const address = `http://linked.localhost:${server.routerPort}/`;
+    // The router's port is any free one here: the link can only be right if it comes from the controller's answer.
+    expect(server.routerPort).not.toBe(8080);
+    const answer = `hello from linked at / for linked.localhost:${server.routerPort}`;
+
+    /** Follows a link that opens a new tab, and returns what the page there shows. */
+    const follow = async (page: Page, link: Locator): Promise<string> => {
+      const [opened] = await Promise.all([page.context().waitForEvent('page'), link.click()]);
+      await opened.waitForLoadState();
+      const text = (await opened.locator('body').textContent()) ?? '';
+      await opened.close();
+      return text;
+    };
+
+    const page = await newPage();
+    await signIn(page);
+    const row = page.getByRole('row', { name: /^linked / });
+    const listed = row.getByRole('link', { name: address, exact: true });
+    await listed.waitFor();
+    expect(await listed.getAttribute('href')).toBe(address);
+    expect(await follow(page, listed)).toBe(answer);
+
+    await row.getByRole('link', { name: 'linked', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'linked' }).waitFor();
+    const own = page.locator('.app-summary').getByRole('link', { name: address, exact: true });
+    await own.waitFor();
+    expect(await follow(page, own)).toBe(answer);
+    await page.getByText(`No custom domain: the app answers at ${address}.`).waitFor();
+    await page.context().close();
+  });
+
+  it('offers no rollback to a release without a build once the app runs a build, and shows the API refusing one', async () => {
+    const alice = server.api.as(aliceToken);
+    expect((await alice.post('/v1/apps/', { id: 'bare' })).status).toBe(201);
+    expect((await alice.post('/v1/apps/bare/config/', { values: { GREETING: 'hi' } })).status).toBe(201);
+    const page = await newPage();
+    await signIn(page);
+    await page.goto(`${dashboard}#/apps/bare`);
+    await release(page, 2).waitFor();
+    // No build yet: rolling back among build-less releases is offered.
+    const stale = release(page, 1).getByRole('button', { name: 'Roll back to v1' });
+    await stale.waitFor();
+
+    // A build arrives (v3) while the page still shows v1's button: the API refuses it, and says why.
+    expect((await alice.post('/v1/apps/bare/builds/', { image: 'example/worker:1', procfile: { worker: inlineNode('setInterval(() => undefined, 1000)') } })).status).toBe(201);
+    await stale.click();
+    await page.getByRole('alert').filter({ hasText: /^Release v1 has no build: rolling back to it would stop every process of bare\./ }).waitFor();
+    expect((await alice.get<{ results: Array<{ version: number }> }>('/v1/apps/bare/releases/')).body.results[0]?.version).toBe(3);
+
+    // Drawn again: only releases with a build are offered (none but the current one yet), then v3 once v4 is current.
+    await page.getByRole('button', { name: 'Refresh' }).click();
+    await release(page, 3).and(page.locator('[aria-current="true"]')).waitFor();
+    expect(await page.locator('#releases').getByRole('button', { name: /^Roll back to/ }).count()).toBe(0);
+    await page.getByLabel('Key', { exact: true }).fill('GREETING');
+    await page.getByLabel('Value', { exact: true }).fill('hello');
+    await page.getByRole('button', { name: 'Set', exact: true }).click();
+    await release(page, 4).and(page.locator('[aria-current="true"]')).waitFor({ timeout: 30_000 });
+    const offered = await page.locator('#releases').getByRole('button', { name: /^Roll back to/ }).allTextContents();
+    expect(offered).toEqual(['Roll back to v3']);
     await page.context().close();
   });
 

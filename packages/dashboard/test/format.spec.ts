@@ -1,4 +1,4 @@
-import { LineBuffer, atBottom, certificateCovers, errorDetail, looksSecret, maskValue, parseProcfile, parseRoute, processCounts, shortSha } from '../src/format';
+import { LineBuffer, appLink, atBottom, canRollBackTo, certificateCovers, errorDetail, looksSecret, maskValue, parseProcfile, parseRoute, processCounts, shortSha } from '../src/format';
 
 describe('looksSecret', () => {
   it.each(['DATABASE_PASSWORD', 'API_KEY', 'SESSION_SECRET', 'GITHUB_TOKEN', 'aws_secret_access_key', 'PRIVATE_KEY', 'SENTRY_DSN', 'SECRET'])('masks %s whatever its value', (key) => {
@@ -101,5 +101,34 @@ describe('certificateCovers', () => {
     expect(certificateCovers('*.svc.test', 'a.b.svc.test')).toBe(false);
     expect(certificateCovers('*.svc.test', 'svc.test')).toBe(false);
     expect(certificateCovers('*.svc.test', 'evilsvc.test')).toBe(false);
+  });
+});
+
+describe('appLink', () => {
+  it("adds the router's scheme and port to the app's host", () => {
+    expect(appLink('myapp.localhost', { scheme: 'http', port: 8080 })).toBe('http://myapp.localhost:8080/');
+    expect(appLink('shop.apps.example.com', { scheme: 'https', port: 8443 })).toBe('https://shop.apps.example.com:8443/');
+  });
+
+  it("leaves out the scheme's default port, and only that one", () => {
+    expect(appLink('shop.example.com', { scheme: 'http', port: 80 })).toBe('http://shop.example.com/');
+    expect(appLink('shop.example.com', { scheme: 'https', port: 443 })).toBe('https://shop.example.com/');
+    expect(appLink('shop.example.com', { scheme: 'http', port: 443 })).toBe('http://shop.example.com:443/');
+    expect(appLink('shop.example.com', { scheme: 'https', port: 80 })).toBe('https://shop.example.com:80/');
+  });
+});
+
+describe('canRollBackTo', () => {
+  const built = { build: '8f2c1a52-95c5-4c36-bb1c-0e3f1b2b8a11' };
+  const bare = { build: null };
+
+  it('offers a release with a build, whatever the current one has', () => {
+    expect(canRollBackTo(built, built)).toBe(true);
+    expect(canRollBackTo(built, bare)).toBe(true);
+  });
+
+  it('offers a release without a build only while the current one has none either', () => {
+    expect(canRollBackTo(bare, bare)).toBe(true);
+    expect(canRollBackTo(bare, built)).toBe(false);
   });
 });

@@ -1,4 +1,5 @@
 import { field, h, replace } from '../dom.js';
+import { appLink } from '../format.js';
 import type { Ui } from '../ui.js';
 import { collaboratorsSection, domainsSection } from './resources.js';
 import { configSection } from './config.js';
@@ -53,8 +54,10 @@ export function appView(ui: Ui, app: string, navigate: (hash: string) => void): 
 
   const refresh = async (): Promise<void> => {
     const api = ui.api;
-    const [info, releaseList, containers, configJson, buildList, domainList, certificates, users] = await Promise.all([
+    const [info, platform, releaseList, containers, configJson, buildList, domainList, certificates, users] = await Promise.all([
       api.app(app),
+      // Without the router's address (an older controller) the app's URL is shown as its host name.
+      api.platform().catch(() => null),
       api.releases(app),
       api.containers(app),
       api.config(app),
@@ -63,16 +66,18 @@ export function appView(ui: Ui, app: string, navigate: (hash: string) => void): 
       api.certificates().catch(() => []),
       api.collaborators(app),
     ]);
+    const router = platform?.apps ?? null;
+    const address = router === null ? null : appLink(info.url, router);
     replace(
       summary,
-      h('a', { href: `http://${info.url}/`, rel: 'noopener noreferrer', target: '_blank' }, info.url),
+      address === null ? info.url : h('a', { href: address, rel: 'noopener noreferrer', target: '_blank' }, address),
       ` · owner ${info.owner} · current release v${releaseList[0]?.version ?? '?'}`,
     );
     replace(releases.body, releasesSection(ui, app, releaseList, refresh));
     replace(processes.body, processesSection(ui, app, info.structure, containers, refresh));
     replace(config.body, configSection(ui, app, configJson.values, revealed, refresh));
     replace(builds.body, buildsSection(ui, app, buildList, refresh));
-    replace(domains.body, domainsSection(ui, app, info.url, domainList, certificates, refresh));
+    replace(domains.body, domainsSection(ui, app, info.url, address ?? info.url, domainList, certificates, refresh));
     replace(collaborators.body, collaboratorsSection(ui, app, info.owner, users, refresh));
   };
   refreshButton.addEventListener('click', () => {

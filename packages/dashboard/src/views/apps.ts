@@ -1,16 +1,20 @@
-import type { App } from '../api.js';
+import type { App, AppsAddress } from '../api.js';
 import { field, h, replace } from '../dom.js';
-import { processCounts } from '../format.js';
+import { appLink, processCounts } from '../format.js';
 import type { Ui } from '../ui.js';
 
-/** One row of the apps list: the app's id as a link to its page, its URL, owner and process counts. */
-function appRow(app: App): HTMLElement {
+/**
+ * One row of the apps list: the app's id as a link to its page, its URL (a link to the app
+ * itself on the router, or its host name as text when the router's address is not known),
+ * owner and process counts.
+ */
+function appRow(app: App, router: AppsAddress | null): HTMLElement {
+  const url = router === null ? app.url : appLink(app.url, router);
   return h(
     'tr',
     {},
     h('th', { scope: 'row' }, h('a', { href: `#/apps/${app.id}` }, app.id)),
-    // Plain text: the row's only link is the app's own, named by its id.
-    h('td', { class: 'mono' }, app.url),
+    h('td', { class: 'mono' }, router === null ? url : h('a', { href: url, rel: 'noopener noreferrer', target: '_blank' }, url)),
     h('td', {}, app.owner),
     h('td', {}, processCounts(app.structure)),
   );
@@ -38,7 +42,8 @@ export function appsView(ui: Ui, navigate: (hash: string) => void): HTMLElement 
   });
 
   const load = async (): Promise<void> => {
-    const apps = await ui.api.apps();
+    // Without the router's address (an older controller) the URLs are shown as host names.
+    const [apps, platform] = await Promise.all([ui.api.apps(), ui.api.platform().catch(() => null)]);
     replace(
       list,
       apps.length === 0
@@ -48,7 +53,7 @@ export function appsView(ui: Ui, navigate: (hash: string) => void): HTMLElement 
             {},
             h('caption', {}, `${apps.length} app${apps.length === 1 ? '' : 's'}`),
             h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'App'), h('th', { scope: 'col' }, 'URL'), h('th', { scope: 'col' }, 'Owner'), h('th', { scope: 'col' }, 'Processes'))),
-            h('tbody', {}, apps.map(appRow)),
+            h('tbody', {}, apps.map((app) => appRow(app, platform?.apps ?? null))),
           ),
     );
   };

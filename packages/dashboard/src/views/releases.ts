@@ -1,20 +1,21 @@
 import type { Build, Release } from '../api.js';
 import { field, h, idOf, time } from '../dom.js';
-import { parseProcfile, shortSha } from '../format.js';
+import { canRollBackTo, parseProcfile, shortSha } from '../format.js';
 import type { Ui } from '../ui.js';
 
 /**
  * The release timeline, newest first: version, summary, who and when; the current release
- * (the newest) is marked, and every other one has a `Roll back to v<N>` button.
+ * (the newest) is marked, and every other one that can be rolled back to (canRollBackTo) has
+ * a `Roll back to v<N>` button. A refused rollback shows the API's reason in the alert line.
  */
 export function releasesSection(ui: Ui, app: string, releases: readonly Release[], refresh: () => Promise<void>): HTMLElement {
-  const current = releases[0]?.version ?? null;
+  const current = releases[0] ?? null;
   return h(
     'ol',
     { class: 'timeline', 'aria-label': 'Releases, newest first' },
     releases.map((release) => {
-      const isCurrent = release.version === current;
-      const button = isCurrent ? null : h('button', { type: 'button', id: `rollback-v${release.version}` }, `Roll back to v${release.version}`);
+      const isCurrent = release.version === current?.version;
+      const button = isCurrent || current === null || !canRollBackTo(release, current) ? null : h('button', { type: 'button', id: `rollback-v${release.version}` }, `Roll back to v${release.version}`);
       button?.addEventListener('click', () => {
         void ui.act(button, async () => {
           const result = await ui.api.rollback(app, release.version);

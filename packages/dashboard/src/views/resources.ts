@@ -41,9 +41,12 @@ function editableList(ui: Ui, options: { name: string; items: string[]; label: s
   );
 }
 
-/** The app's custom domains, and the user's certificates that cover the app's hosts. */
-export function domainsSection(ui: Ui, app: string, url: string, domains: readonly Domain[], certificates: readonly Certificate[], refresh: () => Promise<void>): HTMLElement {
-  const hosts = [url, ...domains.map((d) => d.domain)];
+/**
+ * The app's custom domains, and the user's certificates that cover the app's hosts: its own
+ * (`host`, the `url` of the API) and its domains. `address` is where it answers (its link).
+ */
+export function domainsSection(ui: Ui, app: string, host: string, address: string, domains: readonly Domain[], certificates: readonly Certificate[], refresh: () => Promise<void>): HTMLElement {
+  const hosts = [host, ...domains.map((d) => d.domain)];
   const mine = certificates.filter((cert) => hosts.some((host) => certificateCovers(cert.common_name, host)));
   return h(
     'div',
@@ -53,7 +56,7 @@ export function domainsSection(ui: Ui, app: string, url: string, domains: readon
       items: domains.map((d) => d.domain),
       label: 'Domain to add',
       formLabel: 'Add a domain',
-      empty: `No custom domain: the app answers at ${url}.`,
+      empty: `No custom domain: the app answers at ${address}.`,
       add: async (value) => void (await ui.api.addDomain(app, value)),
       remove: (value) => ui.api.removeDomain(app, value),
       refresh,

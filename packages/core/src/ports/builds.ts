@@ -92,4 +92,11 @@ export interface SourceCompiler {
   open(request: CompileRequest): Promise<CompileSession>;
   /** Removes what the builds of an app left (its build cache); an app with nothing left is not an error. */
   removeApp(app: string, appUuid: string): Promise<void>;
+  /**
+   * Why no build can be opened here now, in one sentence that names the fix (no sandbox, a
+   * build network that cannot be made or guarded, no stack image and no way to make one);
+   * null when builds can run. Optional: a compiler without it is taken as always ready.
+   * Never throws: a check that fails is the reason.
+   */
+  whyBuildsCannotRun?(): Promise<string | null>;
 }

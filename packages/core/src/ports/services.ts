@@ -255,4 +255,10 @@ export interface ImageBuilder {
    * made are never touched.
    */
   removeApp?(app: string, appUuid: string): Promise<void>;
+  /**
+   * Why no image can be built here now, in one sentence that names the fix (the engine does
+   * not answer, say); null when builds can run. Optional: a builder without it is taken as
+   * always ready. Never throws: a check that fails is the reason.
+   */
+  whyBuildsCannotRun?(): Promise<string | null>;
 }

@@ -27,7 +27,23 @@ export class FakeImageBuilder implements ImageBuilder {
   /** Images a container uses: prune leaves them. */
   readonly inUse = new Set<string>();
 
+  /** Why builds cannot run (`cannotRun`); null: they can. */
+  private reason: string | null = null;
+  /** How many times `whyBuildsCannotRun` was asked. */
+  readinessChecks = 0;
+
   constructor(private readonly registry: string | null = null) {}
+
+  /** Makes `whyBuildsCannotRun` answer `reason` from now on (null: builds can run again). */
+  cannotRun(reason: string | null): this {
+    this.reason = reason;
+    return this;
+  }
+
+  async whyBuildsCannotRun(): Promise<string | null> {
+    this.readinessChecks += 1;
+    return this.reason;
+  }
 
   async build(request: ImageBuildRequest, output: (line: string) => void): Promise<string> {
     this.requests.push({ ...request });

@@ -36,8 +36,23 @@ export class FakeSourceCompiler implements SourceCompiler {
   private openFailure: Error | null = null;
   private finishFailure: Error | null = null;
   private live = 0;
+  /** Why builds cannot run (`cannotRun`); null: they can. */
+  private reason: string | null = null;
+  /** How many times `whyBuildsCannotRun` was asked. */
+  readinessChecks = 0;
 
   constructor(private readonly images: FakeImageBuilder | null = null) {}
+
+  /** Makes `whyBuildsCannotRun` answer `reason` from now on (null: builds can run again). */
+  cannotRun(reason: string | null): this {
+    this.reason = reason;
+    return this;
+  }
+
+  async whyBuildsCannotRun(): Promise<string | null> {
+    this.readinessChecks += 1;
+    return this.reason;
+  }
 
   /** Sets how the buildpack named `name` behaves. */
   behave(name: string, behaviour: FakeBuildpackBehaviour): this {

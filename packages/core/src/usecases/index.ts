@@ -33,6 +33,7 @@ import {
 } from './resources';
 import { GetAppTls, HttpsRedirectFor, IssuedCertificateFor, SetAppTls } from './tls';
 import { AuthenticateKey, AuthorizeGitAccess, ListRetainedWorkdirs } from './sources';
+import { CheckBuilds } from './build-readiness';
 import { FollowEvents, ListAppEvents, ListEvents, PruneJournal } from './events';
 import { CreateWebhook, DeleteWebhook, DeliverWebhooks, GetWebhook, ListDeliveries, ListWebhooks } from './webhooks';
 import { FinishIdempotentRequest, StartIdempotentRequest } from './idempotency';
@@ -41,6 +42,7 @@ export * from './acme-renewal';
 export * from './apps';
 export * from './auth';
 export * from './buildpacks';
+export * from './build-readiness';
 export * from './containers';
 export * from './context';
 export * from './deploy';
@@ -108,6 +110,7 @@ export const USE_CASES = {
   authenticateKey: AuthenticateKey,
   authorizeGitAccess: AuthorizeGitAccess,
   deploySource: DeploySource,
+  checkBuilds: CheckBuilds,
   listRetainedWorkdirs: ListRetainedWorkdirs,
   getAppTls: GetAppTls,
   setAppTls: SetAppTls,

@@ -6,7 +6,7 @@ import ignore from '@balena/dockerignore';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
 import { buildFailed, isDigestReference, isReleaseImage, type ImageBuilder, type ImageBuildRequest } from '@svc/core';
-import { LABELS } from './engine';
+import { LABELS, pingEngine } from './engine';
 import { CONTROL, buildErrorMessage, limitedOutput } from './build-output';
 import type { RegistryLogin } from './registry-login';
 import { PUSHED_TAG, pushBuild } from './registry-push';
@@ -228,6 +228,12 @@ export class DockerImageBuilder implements ImageBuilder {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** Why no image can be built now: the engine does not answer (within 5 s); null when it does. */
+  async whyBuildsCannotRun(): Promise<string | null> {
+    const reason = await pingEngine(this.docker, 5000);
+    return reason === null ? null : `image builds cannot run: the Docker engine does not answer (${reason}): start it, or set DOCKER_HOST to where it runs`;
   }
 
   async tag(image: string, reference: string): Promise<void> {

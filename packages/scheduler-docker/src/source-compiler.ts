@@ -6,16 +6,19 @@ import { buildFailed, type CompileRequest, type CompileSession, type SourceCompi
 import { BUILD_BRIDGE, BUILD_NETWORK, buildUnguardSteps, prepareBuildNetwork } from './build-network';
 import { DockerCompileSession, COMPILE_PATHS } from './compile-session';
 import { runCacheTask, runStep } from './compile-steps';
-import { LABELS, engineStatus } from './engine';
+import { LABELS, engineReason, engineStatus, pingEngine } from './engine';
 import { removeGuardedNetwork } from './guarded-network';
 import { guardRunner } from './iptables-engine';
 import type { GuardRunnerChoice, IptablesRunner } from './iptables-runner';
 import { APP_UUID_LABEL, sizeOf } from './image-builder';
 import type { RegistryLogin } from './registry-login';
-import { ensureStackImage, type StackImageSource } from './stack-image';
+import { checkStackImage, ensureStackImage, type StackImageSource } from './stack-image';
 import { DEFAULT_LOG_LIMIT, logConfigOf } from './options';
 
 const MIB = 1024 * 1024;
+
+/** How long the readiness check waits for the engine to answer. */
+const READINESS_PING_MS = 5000;
 
 /** The name every build container starts with. */
 export const COMPILE_CONTAINER_PREFIX = 'svc-compile-';
@@ -136,6 +139,32 @@ export class DockerSourceCompiler implements SourceCompiler {
       throw error;
     });
     return this.prepared;
+  }
+
+  /**
+   * Why no build can be opened now, naming the fix: the engine does not answer, the build
+   * network cannot be made or guarded (the error `prepare` meets, tried again at each call
+   * until it succeeds), or the stack image is missing and cannot be made here; null when
+   * builds can run.
+   */
+  async whyBuildsCannotRun(): Promise<string | null> {
+    const engine = await pingEngine(this.docker, READINESS_PING_MS);
+    if (engine !== null) return `buildpack builds cannot run: the Docker engine does not answer (${engine}): start it, or set DOCKER_HOST to where it runs`;
+    try {
+      await this.prepare();
+    } catch (error) {
+      return (
+        `buildpack builds cannot run: the build network ${this.settings.network} could not be prepared: ${engineReason(error)}. ` +
+        'Fix that (docs/operations.md, "Buildpack builds on a Docker engine", says what the network and its iptables guards need): ' +
+        'builds are taken again, without a restart, once it can be prepared'
+      );
+    }
+    try {
+      const stack = await checkStackImage(this.stack);
+      return stack.state === 'missing' ? stack.message : null;
+    } catch (error) {
+      return `buildpack builds cannot run: the stack image ${this.settings.stackImage} could not be looked up: ${engineReason(error)}`;
+    }
   }
 
   async open(request: CompileRequest): Promise<CompileSession> {

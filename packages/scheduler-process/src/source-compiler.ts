@@ -7,6 +7,7 @@ import { BuildCaches } from './build-cache';
 import { describeStepEnd, startStep, type RunningStep, type StepOutcome } from './build-step';
 import { formatSeconds, niceForCpuShares } from './limits';
 import type { LentUser } from './app-users';
+import type { SandboxStatus } from './scheduler-options';
 import { APP_MOUNT, giveTree, SANDBOX_PATH, type SandboxBind } from './sandbox';
 import { outOfMemory, processCgroup, type ProcessCgroup } from './container-limits';
 
@@ -25,8 +26,11 @@ const RELEASE_OUTPUT_BYTES = 1024 * 1024;
 
 /** How a ProcessSourceCompiler builds. */
 export interface ProcessSourceCompilerOptions {
-  /** The scheduler the built apps run on: it lends each build the app's own user and sandbox. */
-  scheduler: { lendUser(app: string): Promise<LentUser> };
+  /**
+   * The scheduler the built apps run on: it lends each build the app's own user and sandbox,
+   * and says (`prepare`, optional) whether its sandbox can be set up here.
+   */
+  scheduler: { lendUser(app: string): Promise<LentUser>; prepare?(): Promise<SandboxStatus> };
   /** The controller's data directory (the scheduler's): holds `build-cache/<app uuid>` and each build's temporary `build-tmp/<id>`. */
   dataDir: string;
   /** The most resident memory of all the processes of a build step together; null for none. Default 1 GiB. */
@@ -126,6 +130,15 @@ export class ProcessSourceCompiler implements SourceCompiler {
       await user.release();
       throw error;
     }
+  }
+
+  /**
+   * Why no build can run: the sentence of a sandbox that cannot be set up (builds run in it
+   * as the app's user), the same one apps cannot run for; null when it can, or without a sandbox.
+   */
+  async whyBuildsCannotRun(): Promise<string | null> {
+    const status = await this.options.scheduler.prepare?.();
+    return status?.problem ?? null;
   }
 
   /** Removes the app's build cache; an app without one is fine. */

@@ -8,7 +8,7 @@ import type { HookRequest } from './hook';
 import { DEFAULT_BRANCH, DEPLOY_BRANCHES, type RepositoryOwner, type RepositoryStore } from './repositories';
 
 /** The use cases of the core the git server needs. */
-export type GitUseCases = Pick<UseCases, 'authenticateKey' | 'authorizeGitAccess' | 'deploySource' | 'listRetainedWorkdirs'>;
+export type GitUseCases = Pick<UseCases, 'authenticateKey' | 'authorizeGitAccess' | 'deploySource' | 'listRetainedWorkdirs' | 'checkBuilds'>;
 
 /** The structured logger the git server writes to; pino's logger satisfies it. */
 export interface GitLogger {
@@ -128,6 +128,12 @@ export class SourceBuilder {
     } catch (error) {
       if (DomainError.is(error)) throw new Refused(messagesOf(error).join('\n'));
       throw error;
+    }
+    // A build that cannot run here is refused now, with the sentence /readyz gives, not once checked out and opened.
+    const blocked = await this.useCases.checkBuilds.execute(files);
+    if (blocked.length > 0) {
+      this.logger.info({ app: push.app.id, user: push.username, sha, reasons: blocked }, 'git push refused: builds cannot run');
+      throw new Refused([...blocked, 'No build was made and the branch did not move: push again once the operator has fixed this.'].join('\n'));
     }
 
     const { workdir, created } = await this.checkout(push.app.id, env, sha);

@@ -96,4 +96,70 @@ describe('GitServer with buildpacks', () => {
     expect(await headOf('readme')).toBeNull();
     expect(existsSync(join(builds(), 'readme')) ? readdirSync(join(builds(), 'readme')) : []).toEqual([]);
   });
+
+});
+
+/** A controller whose builds cannot run: the push is refused before anything is checked out (real git and ssh, core on fakes). */
+describe('GitServer when builds cannot run', () => {
+  const reason = 'buildpack builds cannot run: the build network svc-build could not be prepared (iptables -N SVC-HOST-svc-build0: spawn iptables ENOENT)';
+  let root: string;
+  let controller: FakeController;
+  let compiler: FakeSourceCompiler;
+  let server: GitServer;
+  let copy: WorkingCopy;
+
+  const headOf = async (): Promise<string | null> => {
+    const outcome = await run('git', ['--git-dir', join(root, 'git', 'blocked.git'), 'rev-parse', '--verify', '--quiet', 'refs/heads/main']);
+    return outcome.code === 0 ? outcome.stdout.trim() : null;
+  };
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'svc-git-blocked-'));
+    compiler = new FakeSourceCompiler().cannotRun(reason).behave('node', { detect: 'Node.js', release: 'default_process_types:\n  web: npm start\n' });
+    controller = new FakeController({}, { compiler, buildpacks: new FakeBuildpackCatalog() });
+    await controller.user('root');
+    const alice = await controller.user('alice');
+    const key = await keyPair(root, 'alice');
+    await controller.useCases.addKey.execute(alice, { id: 'laptop', public: key.publicKey });
+    await controller.useCases.createApp.execute(alice, { id: 'blocked' });
+    server = new GitServer({
+      useCases: controller.useCases,
+      repositories: join(root, 'git'),
+      builds: join(root, 'builds'),
+      hostKey: loadOrCreateHostKey(join(root, 'ssh_host_ed25519_key')).privateKey,
+      appUrl: () => null,
+    });
+    const port = (await server.listen(0, '127.0.0.1')).port;
+    copy = await WorkingCopy.init(join(root, 'copy'), join(root, 'home'), key, 'main');
+    await copy.expectGit(['remote', 'add', 'svc', `ssh://git@127.0.0.1:${port}/blocked.git`]);
+  });
+
+  afterAll(async () => {
+    await server?.close();
+    await rm(root, { recursive: true, force: true });
+  });
+
+  it('refuses a push at once, before any checkout, with the reason builds cannot run; the same push goes through once they can', async () => {
+    const sha = await copy.commit({ 'package.json': '{}\n' });
+
+    const refused = await copy.git(['push', 'svc', 'main']);
+
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain(`remote: !      ${reason}`);
+    expect(refused.stderr).toContain('remote: !      No build was made and the branch did not move');
+    expect(refused.stderr).not.toContain('Checked out');
+    expect(refused.stderr).toContain('[remote rejected] main -> main (pre-receive hook declined)');
+    expect(compiler.steps()).toEqual([]);
+    expect(existsSync(join(root, 'builds', 'blocked')) ? readdirSync(join(root, 'builds', 'blocked')) : []).toEqual([]);
+    expect(controller.releaseVersions('blocked')).toEqual([1]);
+    expect(await headOf()).toBeNull();
+
+    // Fixed meanwhile: a refusal is not kept, the next push asks again.
+    compiler.cannotRun(null);
+    const again = await copy.git(['push', 'svc', 'main']);
+
+    expect(again.code).toBe(0);
+    expect(again.stderr).toContain('remote: -----> Released v2');
+    expect(await headOf()).toBe(sha);
+  });
 });

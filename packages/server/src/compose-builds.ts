@@ -49,6 +49,7 @@ export const buildsModule = (setup: BuildpackSetup | null, kind: CompilerKind, p
           cacheLimitBytes: setup.cacheLimitBytes,
           network: setup.network,
           bridge: setup.bridge,
+          guards: docker.images.guards,
           registry: docker.images.registry,
           registryLogin: docker.registryLogin,
         });

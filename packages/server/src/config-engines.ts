@@ -1,4 +1,4 @@
-import { dockerHostOptions, type RegistryLogin } from '@svc/scheduler-docker';
+import { dockerHostOptions, type GuardRunnerChoice, type RegistryLogin } from '@svc/scheduler-docker';
 import { ConfigError, flag, integer, oneOf, text, type Env } from './config-values';
 
 /** How the Docker scheduler runs apps (SCHEDULER=docker, or picked when SCHEDULER is unset). */
@@ -21,6 +21,10 @@ export interface DockerSettings {
   pullPolicy: 'missing' | 'always';
   /** DOCKER_HOST_GUARD: install the iptables rules that keep containers away from this host's services. */
   guardHost: boolean;
+  /** DOCKER_GUARDS: where the networks' iptables guards are installed from: this machine's iptables (`local`), a helper container on the engine (`engine`), or `auto`. */
+  guards?: GuardRunnerChoice;
+  /** STACK_IMAGE: the image of that helper container. */
+  guardImage?: string;
   /** DOCKER_DEFAULT_MEMORY: the memory limit of containers whose app sets none, and of `run`; null for none. */
   defaultMemory: string | null;
   /** REGISTRY_ALLOW: registries on this host or a private network tenants' images may be pulled from (REGISTRY always may). */
@@ -73,6 +77,8 @@ export interface ImageBuildSettings {
   imageLimitBytes: number;
   /** BUILD_PIDS_LIMIT: most processes of a Dockerfile build's steps at once. */
   pidsLimit: number;
+  /** DOCKER_GUARDS: where the build network's iptables guards are installed from (see DockerSettings). */
+  guards?: GuardRunnerChoice;
 }
 
 const IMAGE_REFERENCE = /^[a-z0-9]+([._/-][a-z0-9]+)*(:[0-9]{1,5}\/[a-z0-9]+([._/-][a-z0-9]+)*)?(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$/;
@@ -93,8 +99,7 @@ export function imageBuilds(env: Env, registry: string | null): ImageBuildSettin
   if (scheduler === 'process') {
     throw new ConfigError('IMAGE_BUILDER', 'cannot be docker with SCHEDULER=process: the process scheduler runs checkouts, not images');
   }
-  const stackImage = text(env, 'STACK_IMAGE', 'localhost/svc-stack:latest');
-  if (!IMAGE_REFERENCE.test(stackImage)) throw new ConfigError('STACK_IMAGE', `is not an image reference: "${stackImage}"`);
+  const stackImage = stackImageSetting(env);
   const network = text(env, 'BUILD_NETWORK', 'none');
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(network)) throw new ConfigError('BUILD_NETWORK', `is not a network name: "${network}"`);
   // The host's network would hand every tenant's build the services listening on this machine.
@@ -109,7 +114,23 @@ export function imageBuilds(env: Env, registry: string | null): ImageBuildSettin
     registry,
     imageLimitBytes: integer(env, 'BUILD_IMAGE_LIMIT_MB', 2048, 1, 1024 * 1024) * 1024 * 1024,
     pidsLimit: integer(env, 'BUILD_PIDS_LIMIT', 512, 16, 1_000_000),
+    guards: guardsSetting(env),
   };
+}
+
+/** `STACK_IMAGE`: the image buildpack builds run in, and the networks' guards' helper container (default `localhost/svc-stack:latest`). */
+export function stackImageSetting(env: Env): string {
+  const stackImage = text(env, 'STACK_IMAGE', 'localhost/svc-stack:latest');
+  if (!IMAGE_REFERENCE.test(stackImage)) throw new ConfigError('STACK_IMAGE', `is not an image reference: "${stackImage}"`);
+  return stackImage;
+}
+
+/**
+ * `DOCKER_GUARDS`: `auto` (default: this machine's iptables when the engine is on a local socket
+ * and iptables works here as root, else a helper container on the engine), `local` or `engine`.
+ */
+export function guardsSetting(env: Env): GuardRunnerChoice {
+  return oneOf(env, 'DOCKER_GUARDS', 'auto', ['auto', 'local', 'engine'] as const);
 }
 
 /**
@@ -176,6 +197,8 @@ export function docker(env: Env, registry: string | null = null): DockerSettings
     readonlyRootfs: flag(env, 'DOCKER_READONLY_ROOTFS', false),
     pullPolicy: oneOf(env, 'DOCKER_PULL_POLICY', 'missing', ['missing', 'always'] as const),
     guardHost: flag(env, 'DOCKER_HOST_GUARD', true),
+    guards: guardsSetting(env),
+    guardImage: stackImageSetting(env),
     defaultMemory: defaultMemory(env, 'DOCKER_DEFAULT_MEMORY'),
     defaultCpu: defaultCpu(env, 'DOCKER_DEFAULT_CPU'),
     // The platform's own registry is where released builds are pulled from.

@@ -205,6 +205,8 @@ export const schedulerModule = (setup: SchedulerSetup, registryLogin: RegistryLo
         bridge: docker.bridge,
         guardHost: docker.guardHost,
         hostPortsAllowed: docker.hostPortsAllowed,
+        guards: docker.guards,
+        guardImage: docker.guardImage,
       });
     });
     bind<ProcessScheduler>(SCHEDULER_TOKENS.ProcessScheduler).toDynamicValue((ctx) => {

@@ -220,7 +220,7 @@ const props = (properties: Record<string, Schema>, required: string[] = []): Sch
 const OPERATIONS: Record<string, Operation> = {
   'GET /v1': { summary: 'Recognise a controller: 401 without a token, `{}` with one', status: 200, response: 'Empty', tag: 'probes' },
   'GET /healthz': { summary: 'Liveness probe', status: 200, response: 'Status', tag: 'probes' },
-  'GET /readyz': { summary: 'Readiness probe: 503 while the database does not answer; 200 with status `degraded` and `reasons` when apps cannot run, `warnings` for what only some builds need', status: 200, response: 'Status', tag: 'probes' },
+  'GET /readyz': { summary: 'Readiness probe: 503 while the database does not answer; 200 with status `degraded` and `reasons` when apps or pushed commits cannot run or be built, `warnings` for what only some builds need', status: 200, response: 'Status', tag: 'probes' },
   'GET /v1/openapi.json': { summary: 'This document', status: 200, response: { type: 'object' }, tag: 'probes' },
   'POST /v1/auth/register': {
     summary: 'Register a user (the first one becomes administrator)',

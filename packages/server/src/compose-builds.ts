@@ -65,32 +65,36 @@ interface BuildsLogger {
 }
 
 /**
- * At start-up, with buildpack builds on an engine: says whether the stack image is there or
- * will be made on first need (or names the command that makes it), makes the build network
- * and its guards, and removes build containers a stopped controller left. A failure is logged,
- * not fatal: builds retry the network at their start, and refuse while it cannot be made.
- * Returns why builds cannot run (the stack image missing and not makeable here), for
- * `/readyz`, or null.
+ * At start-up, with builds on an engine: says whether the engine confines Dockerfile builds
+ * and whether the stack image is there or will be made on first need, makes the build network
+ * and its guards, and removes build containers a stopped controller left. Nothing here is
+ * fatal, nor said twice: what keeps builds from running (the network, its guards, a stack
+ * image that cannot be made) is found and said by the build check that follows
+ * (build-readiness.ts), and builds retry the network at their start. Returns what only some
+ * builds lack, for `/readyz` `warnings` (an engine that runs Dockerfile builds' steps as
+ * root), or null.
  */
 export async function prepareEngineBuilds(compiler: SourceCompiler | null, setup: DockerCompileSetup | null, logger: BuildsLogger): Promise<string | null> {
-  if (setup !== null) {
-    // Dockerfile builds run tenants' steps as the engine's root: refused unless it is remapped.
-    const confined = await engineConfinesBuilds(setup.engine()).catch(() => null);
-    if (confined === false) logger.warn({}, UNCONFINED_ENGINE);
-    else if (confined === true) logger.info({}, 'the Docker engine confines build steps (user-namespace remapping or rootless): Dockerfile builds are on');
-  }
-  if (!(compiler instanceof DockerSourceCompiler) || setup === null) return null;
-  const stack = await checkStackImage({ docker: setup.engine(), image: setup.images.stackImage, dockerHost: setup.dockerHost }).catch((error: unknown) => ({
-    state: 'unknown',
-    message: `the stack image ${setup.images.stackImage} could not be checked: ${error instanceof Error ? error.message : String(error)}`,
-  }));
-  (stack.state === 'present' || stack.state === 'will-make' ? logger.info : logger.warn).call(logger, { stackImage: setup.images.stackImage, state: stack.state }, stack.message);
+  if (setup === null) return null;
+  // Dockerfile builds run tenants' steps as the engine's root: refused unless it is remapped.
+  const confined = await engineConfinesBuilds(setup.engine()).catch(() => null);
+  if (confined === false) logger.warn({}, UNCONFINED_ENGINE);
+  else if (confined === true) logger.info({}, 'the Docker engine confines build steps (user-namespace remapping or rootless): Dockerfile builds are on');
+  const warning = confined === false ? UNCONFINED_ENGINE : null;
+  if (!(compiler instanceof DockerSourceCompiler)) return warning;
+  const stack = await checkStackImage({ docker: setup.engine(), image: setup.images.stackImage, dockerHost: setup.dockerHost }).catch(() => null);
+  if (stack !== null && stack.state !== 'missing') logger.info({ stackImage: setup.images.stackImage, state: stack.state }, stack.message);
+  // A network that cannot be made or guarded is said, with its fix, by the build check that follows.
+  const prepared = await compiler.prepare().then(
+    () => true,
+    () => false,
+  );
+  if (!prepared) return warning;
   try {
-    await compiler.prepare();
     const removed = await compiler.removeLeftovers();
     if (removed > 0) logger.warn({ removed }, 'removed build containers an earlier controller process left');
   } catch (error) {
-    logger.warn({ err: error }, `the build network could not be made: buildpack builds are refused until it can (${error instanceof Error ? error.message : String(error)})`);
+    logger.warn({ err: error }, `build containers an earlier controller process left could not be removed: ${error instanceof Error ? error.message : String(error)}`);
   }
-  return stack.state === 'present' || stack.state === 'will-make' ? null : stack.message;
+  return warning;
 }

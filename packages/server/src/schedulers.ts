@@ -8,6 +8,7 @@ import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
 import { prepareEngineBuilds, type DockerCompileSetup } from './compose-builds';
 import { UNSAFE_SWITCH, type DockerSettings, type SchedulerKind, type ServerConfig, type SwarmSettings } from './config';
 import { checkSchedulerRecord, readinessDetails } from './preflight';
+import { BuildReadinessReport } from './build-readiness';
 import { DrainingScheduler, LeavingContainers, type EndpointSource } from './routing';
 
 /**
@@ -26,7 +27,8 @@ import { DrainingScheduler, LeavingContainers, type EndpointSource } from './rou
  *    are checked.
  * 4. `SchedulerStartup.afterPortsBound`, once the API, git and router listen: the process
  *    scheduler's sandbox is told the ports no app may take, then the apps' processes, which
- *    did not survive the earlier controller process, are started again.
+ *    did not survive the earlier controller process, are started again; then whether pushed
+ *    commits can be built is checked (build-readiness.ts), and said when they cannot.
  * 5. `SchedulerStartup.stop` at shutdown (the apps first; engine containers keep running for
  *    the next controller process to adopt).
  *
@@ -304,8 +306,10 @@ export interface BoundPorts {
 export class SchedulerStartup {
   private parts: ComposedSchedulers | null = null;
   private sandbox: SandboxStatus | null = null;
-  // Why buildpack builds cannot run on the engine (the stack image can neither be found nor made).
-  private stackProblem: string | null = null;
+  // What only some builds need and lack (Dockerfile builds on an engine that runs their steps as root).
+  private buildWarning: string | null = null;
+  // Whether pushed commits can be built (the core's CheckBuilds), once composed.
+  private builds: BuildReadinessReport | null = null;
   private portsBound: (ports: BoundPorts) => void = () => undefined;
   private sandboxReady: Promise<SandboxStatus> | null = null;
   // The processes an earlier controller process left serving, until their replacements serve.
@@ -324,7 +328,8 @@ export class SchedulerStartup {
 
   /** What `GET /readyz` adds: how apps are confined, and what keeps them or their builds from running. */
   readyDetails(): Record<string, string | string[]> {
-    return { ...sandboxDetails(this.sandbox), ...readinessDetails(appProblems(this.sandbox), this.stackProblem === null ? [] : [this.stackProblem]) };
+    const reasons = [...new Set([...appProblems(this.sandbox), ...(this.builds?.current() ?? [])])];
+    return { ...sandboxDetails(this.sandbox), ...readinessDetails(reasons, this.buildWarning === null ? [] : [this.buildWarning]) };
   }
 
   /**
@@ -336,6 +341,7 @@ export class SchedulerStartup {
     this.parts = parts;
     const { processScheduler, useCases } = parts;
     const { logger, shared } = this.options;
+    this.builds = new BuildReadinessReport(() => useCases.checkBuilds.execute(), logger, () => appProblems(this.sandbox));
     // The router's ports are allowed to apps once bound; nothing of an app runs before that.
     // So are the controller's own ports (API, router, git): no app may answer on them, on any address.
     const ports = new Promise<BoundPorts>((resolvePorts) => (this.portsBound = resolvePorts));
@@ -380,7 +386,7 @@ export class SchedulerStartup {
       const { restored } = await useCases.restoreContainers.execute();
       const reaped = await engineScheduler.reapOrphans();
       this.options.logger.info({ restored, reaped, durationMs: Date.now() - began }, `restored the apps' containers on the ${swarmScheduler === null ? 'Docker engine' : 'swarm'}`);
-      this.stackProblem = await prepareEngineBuilds(builds.compiler, builds.docker, this.options.logger);
+      this.buildWarning = await prepareEngineBuilds(builds.compiler, builds.docker, this.options.logger);
     } catch (error) {
       await this.stop();
       throw error;
@@ -389,12 +395,19 @@ export class SchedulerStartup {
 
   /**
    * Step 4, once every port of the controller is bound (so no app can take one): with the
-   * process scheduler, its sandbox learns the ports, then the apps' processes start again.
+   * process scheduler, its sandbox learns the ports, then the apps' processes start again;
+   * then whether pushes can be built is checked, and said in the log when they cannot.
    * On failure the caller stops the schedulers along with its listeners.
    */
   async afterPortsBound(ports: BoundPorts): Promise<void> {
-    const { processScheduler, useCases } = this.required();
-    if (processScheduler === null) return;
+    const { processScheduler } = this.required();
+    if (processScheduler !== null) await this.restartProcesses(processScheduler, ports);
+    await this.builds?.start();
+  }
+
+  /** Step 4 with the process scheduler: the sandbox learns the ports, then the apps' processes start again. */
+  private async restartProcesses(processScheduler: ProcessScheduler, ports: BoundPorts): Promise<void> {
+    const { useCases } = this.required();
     const { logger } = this.options;
     this.portsBound(ports);
     this.sandbox = await (this.sandboxReady as Promise<SandboxStatus>);

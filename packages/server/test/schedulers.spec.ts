@@ -10,6 +10,13 @@ import { SANDBOX_HINT, SchedulerStartup, boundSchedulers, schedulerModule, sched
 
 const logger = pino({ level: 'silent' });
 
+/** A logger whose lines (level and message) the test reads. */
+function capturingLogger(): { logger: pino.Logger; lines: () => Array<{ level: number; msg: string }> } {
+  const chunks: string[] = [];
+  const logger = pino({ level: 'info', base: undefined, timestamp: false }, { write: (chunk: string) => chunks.push(chunk) });
+  return { logger, lines: () => chunks.map((chunk) => JSON.parse(chunk) as { level: number; msg: string }).map(({ level, msg }) => ({ level, msg })) };
+}
+
 describe('schedulerSetup', () => {
   it('gives the chosen scheduler its options: the router ports containers may reach, the process timeouts and the sandbox hint', () => {
     const config = loadConfig({ SCHEDULER: 'process', ROUTER_PORT: '8080', ROUTER_TLS_PORT: '8443', SCHEDULER_CHAOS: 'seed=3' });
@@ -103,8 +110,9 @@ function recordingProcessScheduler(steps: string[], sandbox: SandboxStatus): { s
   return { scheduler: scheduler as unknown as ProcessScheduler, ports };
 }
 
-function recordingUseCases(steps: string[]): UseCases {
+function recordingUseCases(steps: string[], buildReasons: () => string[] = () => []): UseCases {
   return {
+    checkBuilds: { execute: async () => buildReasons() },
     recoverDeploys: {
       execute: async (options: { all: boolean }) => {
         steps.push(`recover deploys (all: ${options.all})`);
@@ -120,13 +128,13 @@ function recordingUseCases(steps: string[]): UseCases {
   } as unknown as UseCases;
 }
 
-function composedWith(steps: string[], processScheduler: ProcessScheduler | null): ComposedSchedulers {
+function composedWith(steps: string[], processScheduler: ProcessScheduler | null, buildReasons?: () => string[]): ComposedSchedulers {
   return {
     scheduler: new MemoryScheduler(),
     processScheduler,
     dockerScheduler: null,
     swarmScheduler: null,
-    useCases: recordingUseCases(steps),
+    useCases: recordingUseCases(steps, buildReasons),
     builds: { compiler: null, docker: null },
   };
 }
@@ -185,6 +193,42 @@ describe('SchedulerStartup', () => {
     await startup.afterPortsBound({ router: [], own: [] });
 
     expect(startup.readyDetails()).toMatchObject({ sandbox: 'unavailable', warning: 'no bubblewrap' });
+  });
+
+  it('says on /readyz that builds cannot run, with the reason, logs it once in words, and is ready again once they can', async () => {
+    const log = capturingLogger();
+    let reasons = ['buildpack builds cannot run: the build network svc-build could not be prepared: iptables: not found'];
+    const startup = new SchedulerStartup({ shared: false, logger: log.logger });
+
+    await startup.beforeServing(composedWith([], null, () => reasons));
+    await startup.afterPortsBound({ router: [], own: [] });
+
+    expect(startup.readyDetails()).toEqual({ status: 'degraded', reasons });
+    expect(startup.readyDetails()).toEqual({ status: 'degraded', reasons });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(log.lines().filter((line) => line.msg.includes('iptables'))).toEqual([
+      { level: 50, msg: `git pushes are refused until this is fixed: ${reasons[0] as string}` },
+    ]);
+
+    reasons = [];
+    startup.readyDetails();
+    await new Promise((resolve) => setImmediate(resolve));
+
+    expect(startup.readyDetails()).toEqual({});
+    expect(log.lines().at(-1)).toEqual({ level: 30, msg: 'builds can run again: git pushes are built' });
+  });
+
+  it('gives the sandbox\'s sentence once on /readyz and in the log when builds cannot run for the same reason as apps', async () => {
+    const log = capturingLogger();
+    const problem = 'apps cannot run: the sandbox is unavailable: bubblewrap (bwrap) is not installed';
+    const { scheduler } = recordingProcessScheduler([], { mode: 'unavailable', problem } as SandboxStatus);
+    const startup = new SchedulerStartup({ shared: false, logger: log.logger });
+
+    await startup.beforeServing(composedWith([], scheduler, () => [problem]));
+    await startup.afterPortsBound({ router: [], own: [] });
+
+    expect(startup.readyDetails()).toMatchObject({ status: 'degraded', reasons: [problem] });
+    expect(log.lines().filter((line) => line.msg.includes('bubblewrap'))).toEqual([{ level: 50, msg: problem }]);
   });
 
   it('stops the schedulers and rethrows when a leftover cannot be cleaned up', async () => {

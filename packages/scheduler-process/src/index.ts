@@ -14,3 +14,4 @@ export { APP_MOUNT, DEFAULT_UID_RANGE, type SandboxOptions, type UidRange } from
 export { ProcessSourceCompiler, BUILD_PATHS, type ProcessSourceCompilerOptions } from './source-compiler';
 export type { LentUser } from './app-users';
 export { evictSquatters, type Listener } from './squatters';
+export { readStat, type ProcStat } from './proc';

@@ -12,6 +12,7 @@ import { loadOrCreateHostKey, type HostKey } from '@svc/builder-git';
 import { ControllerMetrics, createAcmeMetrics, createRouterMetrics } from '@svc/metrics-prometheus';
 import { AcmeRounds, acmeRoundsOnChanges, acmeSetup, leaseHolder } from './acme';
 import { checkPorts } from './preflight';
+import { acquireDataDirLock } from './data-dir-lock';
 import { appUrl, publicRouter, type PublicRouter } from './public-addresses';
 import { routerSetup } from './router-setup';
 import { compose, type GitSetup, type PlatformRouter } from './composition';
@@ -199,8 +200,35 @@ async function sweepDeploys(useCases: UseCases, logger: Logger): Promise<void> {
   }
 }
 
-/** Starts the controller: database (migrated), composition, HTTP listener. */
+/**
+ * Starts the controller: first the lock of its data directory (data-dir-lock.ts: a second
+ * controller on it would take the first one's apps for leftovers), then database (migrated),
+ * composition, HTTP listener. The lock goes when the start fails, or once `close` has stopped it.
+ */
 export async function startServer(config: ServerConfig, logger: Logger): Promise<RunningServer> {
+  // The router's ports are this process's unless a router process of its own holds them (ROUTER_SOCKET).
+  const ownRouter = config.router.socket === null;
+  const lock = await acquireDataDirLock(resolve(config.dataDir), {
+    host: config.host,
+    ports: { api: config.port, router: ownRouter ? config.routerPort : null, routerTls: ownRouter ? config.routerTlsPort : null, git: config.gitSshPort },
+    logger,
+  });
+  let running: RunningServer;
+  try {
+    running = await startHolding(config, logger);
+  } catch (error) {
+    await lock.release();
+    throw error;
+  }
+  // The ports as bound (0 in the configuration: any free one), for the message of a start refused.
+  await lock.update({ api: running.port, router: running.routerPort, routerTls: running.routerTlsPort, git: running.gitPort }).catch((error: unknown) => {
+    logger.warn({ err: error, lockFile: lock.file }, 'could not record the bound ports in the lock file of DATA_DIR');
+  });
+  return { ...running, close: () => running.close().finally(() => lock.release()) };
+}
+
+/** The start proper, with the data directory's lock held. */
+async function startHolding(config: ServerConfig, logger: Logger): Promise<RunningServer> {
   // Before anything is made: a port taken stops the start naming its setting (preflight.ts).
   // A router process of its own (ROUTER_SOCKET) holds the router's ports, not this one.
   const ownRouter = config.router.socket === null;

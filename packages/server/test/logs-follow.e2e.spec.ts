@@ -1,4 +1,7 @@
+import { mkdtemp, rm } from 'node:fs/promises';
 import { request, type IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ApiClient, describeEachBackend, signUp, startTestServer, type Session, type TestServer } from './support';
 
 /** A follow request in progress. */
@@ -78,7 +81,9 @@ describeEachBackend('following an app log', (backend) => {
 
   if (backend.name === 'postgresql') {
     it('a follower of one controller process hears of the events handled by another sharing the database', async () => {
-      const other = await startTestServer(server.store);
+      // Another controller process: the same database, a data directory of its own (one controller per data directory).
+      const otherDir = await mkdtemp(join(tmpdir(), 'svc-e2e-other-'));
+      const other = await startTestServer({ ...server.store, dataDir: otherDir });
       try {
         const f = await follow(server.url, alice.token, '?follow=true&log_lines=1');
         await eventually(() => f.text() !== '', 'the first line arrived');
@@ -91,6 +96,7 @@ describeEachBackend('following an app log', (backend) => {
         expect(f.text().split('\n').filter((l) => l.includes('FROM_OTHER'))).toHaveLength(1);
       } finally {
         await other.close();
+        await rm(otherDir, { recursive: true, force: true });
       }
     });
   }

@@ -6,6 +6,7 @@ import { TEST_DATABASE_URL, createScratchDatabase, type ScratchDatabase } from '
 import { startController, type ControllerProcess } from './processes/controller-process';
 import { call, registerAndLogin } from './processes/http';
 import { buildWorkspace } from './processes/workspace-build';
+import { DATA_DIR_LOCK_FILE } from '../src/data-dir-lock';
 
 const WRITES = 50;
 
@@ -151,7 +152,8 @@ if (TEST_DATABASE_URL === null) {
       } finally {
         await db.end();
       }
-      for (const dir of dataDirs) expect(await readdir(dir)).toEqual([]);
+      // Only the lock that keeps a second controller off each process's data directory.
+      for (const dir of dataDirs) expect(await readdir(dir)).toEqual([DATA_DIR_LOCK_FILE]);
       const ready = await Promise.all([0, 1].map((i) => call(urlOf(i), 'GET', '/readyz', null)));
       expect(ready.map((reply) => reply.status)).toEqual([200, 200]);
     });

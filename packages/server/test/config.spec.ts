@@ -428,6 +428,7 @@ describe('loadConfig: image builds', () => {
       registry: null,
       imageLimitBytes: 2048 * 1024 * 1024,
       pidsLimit: 512,
+      guards: 'auto',
     });
     expect(loadConfig({
       SCHEDULER: 'memory',

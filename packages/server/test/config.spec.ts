@@ -443,6 +443,7 @@ describe('loadConfig: image builds', () => {
       REGISTRY: 'registry.local:5000/platform/',
       BUILD_IMAGE_LIMIT_MB: '300',
       BUILD_PIDS_LIMIT: '64',
+      DOCKER_GUARDS: 'engine',
     }).imageBuilds).toEqual({
       stackImage: 'registry.local:5000/stacks/node:20',
       timeoutMs: 120_000,
@@ -453,6 +454,7 @@ describe('loadConfig: image builds', () => {
       registry: 'registry.local:5000/platform',
       imageLimitBytes: 300 * 1024 * 1024,
       pidsLimit: 64,
+      guards: 'engine',
     });
   });
 

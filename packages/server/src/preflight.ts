@@ -122,7 +122,11 @@ export function schedulerChange(recorded: SchedulerKind | null, current: Schedul
   if (recorded === null) return { action: 'record', message: null };
   if (apps.length === 0) return { action: 'record', message: `the data directory was last run with SCHEDULER=${recorded}; no app has containers, so it now runs with ${current}` };
   const names = apps.join(', ');
-  const rebuild = recorded === 'process' || current === 'process' ? `, then git push each again: a build made for ${recorded} does not run on ${current}` : '';
+  // Pushing the same commit again changes nothing (git says everything is up to date): a new, empty commit makes the build.
+  const rebuild =
+    recorded === 'process' || current === 'process'
+      ? `, then rebuild each from its working copy with git commit --allow-empty -m rebuild && git push svc main: a build made for ${recorded} does not run on ${current}`
+      : '';
   if (adopt) {
     return {
       action: 'adopt',

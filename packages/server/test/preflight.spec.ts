@@ -90,12 +90,21 @@ describe('the scheduler recorded in the data directory', () => {
     expect(error.setting).toBe('SCHEDULER');
     expect(error.message).toBe(
       'this data directory was last run with SCHEDULER=process, and this start would use docker: apps api, web would not run. ' +
-        'Set SCHEDULER=process to keep running them as before, or set SCHEDULER_ADOPT=1 (once) to adopt them with docker, then git push each again: a build made for process does not run on docker',
+        'Set SCHEDULER=process to keep running them as before, or set SCHEDULER_ADOPT=1 (once) to adopt them with docker, then rebuild each from its working copy with git commit --allow-empty -m rebuild && git push svc main: a build made for process does not run on docker',
     );
   });
 
   it('adopts them with SCHEDULER_ADOPT', () => {
     expect(schedulerChange('docker', 'swarm', ['api'], true)).toEqual({ action: 'adopt', message: 'SCHEDULER_ADOPT=1: the apps the docker scheduler ran (api) are started with swarm' });
+  });
+
+  it('adopting builds made for another kind of scheduler, gives the command that rebuilds them (a push of the same commit changes nothing)', () => {
+    expect(schedulerChange('process', 'docker', ['api'], true)).toEqual({
+      action: 'adopt',
+      message:
+        'SCHEDULER_ADOPT=1: the apps the process scheduler ran (api) are started with docker, then rebuild each from its working copy with ' +
+        'git commit --allow-empty -m rebuild && git push svc main: a build made for process does not run on docker',
+    });
   });
 
   describe('in a data directory', () => {

@@ -8,7 +8,7 @@ import { ImageNotFound, type ImagePuller } from './images';
  */
 export const PROCESS_BUILD_REASON =
   "its build was made for the process scheduler (a git push's checkout on the controller's machine, not an image), " +
-  'and this platform now runs apps as containers of images: push the commit again to build an image of it';
+  'and this platform now runs apps as containers of images: only a new git push builds an image of that code (pushing a commit the app already has changes nothing)';
 
 /**
  * Whether an engine scheduler can run a build, asked before a rollback starts or stops

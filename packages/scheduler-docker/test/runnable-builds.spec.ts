@@ -49,7 +49,7 @@ describe('engineBuildProblem', () => {
     const reason = await engineBuildProblem(puller(docker), build({ image: 'myapp:git-abc1234', workdir: '/data/builds/myapp/abc' }));
 
     expect(reason).toBe(PROCESS_BUILD_REASON);
-    expect(reason).toMatch(/^its build was made for the process scheduler .*push the commit again/);
+    expect(reason).toMatch(/^its build was made for the process scheduler .*only a new git push builds an image of that code/);
     expect(pulls).toEqual([]);
   });
 

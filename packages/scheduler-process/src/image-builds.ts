@@ -13,7 +13,8 @@ export const IMAGE_BUILD_REASON =
   'processes: image builds need the docker or swarm scheduler';
 
 /** Why a git push's build whose checkout is gone cannot run here. */
-export const CHECKOUT_GONE_REASON = "the files of its build (a git push's checkout) are no longer on the controller's machine: push the commit again";
+export const CHECKOUT_GONE_REASON =
+  "the files of its build (a git push's checkout) are no longer on the controller's machine: only a new git push builds that code again";
 
 /** The app's log line for a container of an image build, which is reported `crashed` instead of started. */
 export function imageBuildNote(label: string, type: string): string {

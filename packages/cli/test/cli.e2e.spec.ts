@@ -345,6 +345,15 @@ describe('svc, the command-line client, against a running controller', () => {
       const [newest] = await svc.json<Array<{ summary: string }>>(['releases'], { cwd: checkout });
       expect(newest?.summary).toBe('alice rolled back to v2');
       expect((await svc.json<{ values: Record<string, string> }>(['config'], { cwd: checkout })).values).toEqual({ SVC_APP: 'hello', SVC_RELEASE: `v${latest + 1}` });
+
+      // v1 has no build: the controller refuses (409) and the client prints why, exiting 1.
+      const refused = await svc.run(['releases:rollback', 'v1'], { cwd: checkout });
+      expect({ code: refused.code, stdout: refused.stdout, stderr: refused.stderr }).toEqual({
+        code: 1,
+        stdout: '',
+        stderr: `svc: Release v1 has no build: rolling back to it would stop every process of hello. Releases that can be rolled back to: v2 to v${latest + 1}.\n`,
+      });
+      expect(await svc.ok(['ps'], { cwd: checkout })).toMatch(new RegExp(`^web\\.1\\s+up\\s+v${latest + 1}`, 'm'));
     });
 
     it('a reader that closes the pipe early (`svc releases | head -3`) ends the client quietly', async () => {

@@ -339,7 +339,9 @@ const OPERATIONS: Record<string, Operation> = {
   'GET /v1/apps/:id/releases': list("List an app's releases, newest first", 'Release', 'releases'),
   'POST /v1/apps/:id/releases/rollback': {
     summary: 'Roll back to an earlier release (default: the one before the current one)',
-    description: RELEASE_HEADERS,
+    description:
+      `${RELEASE_HEADERS} 409, changing nothing, when the target has no build while the current release has one, ` +
+      'or when the scheduler cannot run its build; the detail says why and, for the first, which releases can be rolled back to.',
     body: props({ version: { type: ['integer', 'null'] } }),
     status: 201,
     response: 'RollbackResult',

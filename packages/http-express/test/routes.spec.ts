@@ -253,7 +253,7 @@ describe('Config, builds and releases', () => {
     expect(list.body).toEqual({ count: 1, next: null, previous: null, results: [res.body] });
   });
 
-  it('GET releases newest first, GET releases/v<N>, POST rollback → 201 {version}', async () => {
+  it('GET releases newest first, GET releases/v<N>, POST rollback → 201 {version}, or 409 to a release without a build', async () => {
     const list = await request(h.app).get('/v1/apps/myapp/releases/').set('Authorization', auth(alice)).expect(200);
     expect(list.body.results.map((r: { version: number }) => r.version)).toEqual([3, 2, 1]);
     const v1 = await request(h.app).get('/v1/apps/myapp/releases/v1/').set('Authorization', auth(alice)).expect(200);
@@ -270,10 +270,13 @@ describe('Config, builds and releases', () => {
     });
     const v3 = await request(h.app).get('/v1/apps/myapp/releases/v3').set('Authorization', auth(alice)).expect(200);
     expect(v3.body.build).toEqual(UUID);
-    const rollback = await request(h.app).post('/v1/apps/myapp/releases/rollback/').set('Authorization', auth(alice)).send({ version: 2 }).expect(201);
+    // v2 is the config change made before the build of v3: rolling back to it would stop the app.
+    const refused = await request(h.app).post('/v1/apps/myapp/releases/rollback/').set('Authorization', auth(alice)).send({ version: 2 }).expect(409);
+    expect(refused.body).toEqual({ detail: 'Release v2 has no build: rolling back to it would stop every process of myapp. Releases that can be rolled back to: v3.' });
+    const rollback = await request(h.app).post('/v1/apps/myapp/releases/rollback/').set('Authorization', auth(alice)).send({ version: 3 }).expect(201);
     expect(rollback.body).toEqual({ version: 4 });
     const v4 = await request(h.app).get('/v1/apps/myapp/releases/v4').set('Authorization', auth(alice)).expect(200);
-    expect(v4.body.summary).toBe('alice rolled back to v2');
+    expect(v4.body.summary).toBe('alice rolled back to v3');
   });
 });
 

@@ -169,6 +169,43 @@ describeEngine('the controller on a Docker engine (SCHEDULER=docker)', () => {
     }
   });
 
+  it('refuses (409) a rollback to an image the engine no longer has and cannot pull, or to a release without a build, before anything stops', async () => {
+    const back = `back-${tag}`;
+    // An image only this engine had: its registry (the cloud's metadata address) is one no pull may reach.
+    const gone = `169.254.169.254:1/svc-e2e/gone-${tag}`;
+    await makeImage(docker, gone, '1', 'gone');
+    expect((await alice.api.post('/v1/apps/', { id: back })).status).toBe(201);
+    try {
+      expect((await alice.api.post(`/v1/apps/${back}/builds/`, { image: `${gone}:1` })).status).toBe(201);
+      expect((await alice.api.post(`/v1/apps/${back}/builds/`, { image: images.one })).status).toBe(201);
+      await docker.getImage(`${gone}:1`).remove({ force: true });
+      const list = async (): Promise<ContainerJson[]> => (await alice.api.get<{ results: ContainerJson[] }>(`/v1/apps/${back}/containers/`)).body.results;
+      const serving = await list();
+      expect(serving.map((c) => `${c.type}.${c.num} ${c.state} ${c.release}`)).toEqual(['cmd.1 up v3']);
+      const engineIds = await Promise.all(serving.map(async (c) => (await docker.getContainer(`svc-${c.uuid}`).inspect()).Id));
+
+      const refused = await alice.api.post(`/v1/apps/${back}/releases/rollback/`, { version: 2 });
+      expect({ status: refused.status, body: refused.body }).toEqual({
+        status: 409,
+        body: { detail: expect.stringMatching(new RegExp(`^Release v2 cannot be rolled back to: image ${gone.replace(/\./g, '\\.')}:1 cannot be pulled: pulls from 169\\.254\\.169\\.254:1 are refused`)) },
+      });
+      const empty = await alice.api.post(`/v1/apps/${back}/releases/rollback/`, { version: 1 });
+      expect({ status: empty.status, body: empty.body }).toEqual({
+        status: 409,
+        body: { detail: `Release v1 has no build: rolling back to it would stop every process of ${back}. Releases that can be rolled back to: v2 to v3.` },
+      });
+
+      expect((await alice.api.get<{ count: number }>(`/v1/apps/${back}/releases/`)).body.count).toBe(3);
+      expect(await list()).toEqual(serving);
+      const running = await Promise.all(engineIds.map(async (id) => (await docker.getContainer(id).inspect()).State.Running));
+      expect(running).toEqual([true]);
+      expect(await viaRouter(server.routerPort ?? 0, back)).toEqual({ status: 200, text: 'one\n' });
+    } finally {
+      await alice.api.delete(`/v1/apps/${back}/`).catch(() => undefined);
+      await docker.getImage(`${gone}:1`).remove({ force: true }).catch(() => undefined);
+    }
+  });
+
   it('scales, deploys a new image, rolls back to the exact earlier image and restarts, serving throughout', async () => {
     expect((await alice.api.post(`/v1/apps/${app}/scale/`, { cmd: 2 })).status).toBe(204);
     expect((await containers()).map((c) => `${c.type}.${c.num} ${c.state}`)).toEqual(['cmd.1 up', 'cmd.2 up']);

@@ -90,7 +90,9 @@ describeEachBackend('OpenAPI document against real responses', (backend) => {
     expectStatus(await call(api, 'POST', '/v1/apps/contract/containers/web/1/restart/'), 200);
     for (const version of ['1.4', '1.7']) expectStatus(await call(api, 'POST', '/v1/apps/contract/run/', { command: 'ls' }, version), 200);
     for (const version of ['1.6', '1.7']) expectStatus(await call(api, 'GET', '/v1/apps/contract/logs/?log_lines=5', undefined, version), 200);
-    expectStatus(await call(api, 'POST', '/v1/apps/contract/releases/rollback/', { version: 2 }), 201);
+    // v2 is a config change made before the first build (v3): rolling back to it would stop the app.
+    expectStatus(await call(api, 'POST', '/v1/apps/contract/releases/rollback/', { version: 2 }), 409);
+    expectStatus(await call(api, 'POST', '/v1/apps/contract/releases/rollback/', { version: 3 }), 201);
   });
 
   it('domains, keys, permissions, certificates, transfer and deletion', async () => {

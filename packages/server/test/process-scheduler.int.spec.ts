@@ -172,4 +172,31 @@ describeWithSandbox('SCHEDULER=process through the running server', () => {
     expect(await answers()).toEqual(['v4 -', 'v4 -']);
     expect(await containers()).toEqual(['web.1@v4:up', 'web.2@v4:up']);
   });
+
+  it('refuses (409) a rollback to an image build or to a release without a build, and the processes keep serving', async () => {
+    // An image build has no Procfile command: this scheduler reports its process crashed.
+    expect((await alice.api.post('/v1/apps/myapp/builds/', { image: 'example/myapp:image-only' })).status).toBe(201);
+    expect(await containers()).toEqual(['cmd.1@v5:crashed']);
+    expect((await alice.api.post('/v1/apps/myapp/builds/', { image: 'example/myapp:v3', procfile: { web: inlineNode(APP_JS) } })).status).toBe(201);
+    // The image build left the structure at cmd=1, which this build keeps: web serves once scaled.
+    expect((await alice.api.post('/v1/apps/myapp/scale/', { web: 1, cmd: 0 })).status).toBe(204);
+    expect(await answers()).toEqual(['v6 -']);
+    const serving = await pids();
+
+    const image = await alice.api.post('/v1/apps/myapp/releases/rollback/', { version: 5 });
+    expect({ status: image.status, body: image.body }).toEqual({
+      status: 409,
+      body: { detail: expect.stringMatching(/^Release v5 cannot be rolled back to: its build is an image build without a Procfile command, .*docker or swarm scheduler$/) },
+    });
+    const empty = await alice.api.post('/v1/apps/myapp/releases/rollback/', { version: 1 });
+    expect({ status: empty.status, body: empty.body }).toEqual({
+      status: 409,
+      body: { detail: 'Release v1 has no build: rolling back to it would stop every process of myapp. Releases that can be rolled back to: v2 to v6.' },
+    });
+
+    const releases = await alice.api.get<PageJson<{ version: number }>>('/v1/apps/myapp/releases/');
+    expect(releases.body.results[0]?.version).toBe(6);
+    expect(await containers()).toEqual(['web.1@v6:up']);
+    expect(await pids()).toEqual(serving);
+  });
 });

@@ -163,8 +163,9 @@ describeEachBackend('config, builds and releases', (backend) => {
     });
 
     it('rollbacks name the target', async () => {
-      expect((await alice.api.post('/v1/apps/sums/releases/rollback/', { version: 2 })).status).toBe(201);
-      expect((await latest('sums')).summary).toBe('alice rolled back to v2');
+      // v12 is the first build (v2 to v11 are config changes before it).
+      expect((await alice.api.post('/v1/apps/sums/releases/rollback/', { version: 12 })).status).toBe(201);
+      expect((await latest('sums')).summary).toBe('alice rolled back to v12');
     });
 
     it('never mention the service variables', async () => {
@@ -251,7 +252,8 @@ describeEachBackend('config, builds and releases', (backend) => {
     it('a rollback answers {version} with the new number, in the release headers too', async () => {
       const before = (await latest('hdrs')).version;
       for (const api of ['1.0', '1.3', '1.4', '1.7']) {
-        const res = await alice.api.at(api).post('/v1/apps/hdrs/releases/rollback/', { version: 2 });
+        // v3 is the first build (v2 the config change before it).
+        const res = await alice.api.at(api).post('/v1/apps/hdrs/releases/rollback/', { version: 3 });
         const expected = before + 1 + ['1.0', '1.3', '1.4', '1.7'].indexOf(api);
         expect({ status: res.status, body: res.body }).toEqual({ status: 201, body: { version: expected } });
         expectReleaseHeaders(res, api, expected);
@@ -339,10 +341,20 @@ describeEachBackend('config, builds and releases', (backend) => {
       expect(containers.results.map((c) => c.release)).toEqual(['v8']);
     });
 
-    it('to a release without a build stops the containers', async () => {
-      expect((await alice.api.post('/v1/apps/rb/releases/rollback/', { version: 1 })).status).toBe(201);
-      expect(expectPage(await alice.api.get('/v1/apps/rb/containers/')).count).toBe(0);
-      expect((await alice.api.get<ConfigJson>('/v1/apps/rb/config/')).body.values).toEqual({ SVC_APP: 'rb', SVC_RELEASE: 'v9' });
+    it('to a release without a build, once the app runs one: 409 saying why and naming the releases with a build, at every version; nothing changes', async () => {
+      const containers = async (): Promise<Array<Pick<ContainerJson, 'uuid' | 'release' | 'state'>>> =>
+        expectPage<ContainerJson>(await alice.api.get('/v1/apps/rb/containers/')).results.map(({ uuid, release, state }) => ({ uuid, release, state }));
+      const running = await containers();
+      expect(running.map((c) => [c.release, c.state])).toEqual([['v8', 'up']]);
+      const why = 'Release v1 has no build: rolling back to it would stop every process of rb. Releases that can be rolled back to: v6 to v8.';
+      for (const version of VERSIONS) {
+        expectDetail(await alice.api.at(version).post('/v1/apps/rb/releases/rollback/', { version: 1 }), 409, why);
+      }
+      // v2 to v5 have no build either (config changes made before the first build).
+      expectDetail(await alice.api.post('/v1/apps/rb/releases/rollback/', { version: 3 }), 409, /^Release v3 has no build: .* v6 to v8\.$/);
+      expect((await latest('rb')).version).toBe(8);
+      expect(await containers()).toEqual(running);
+      expect((await alice.api.get<ConfigJson>('/v1/apps/rb/config/')).body.values).toEqual({ A: '1', C: '3', SVC_APP: 'rb', SVC_RELEASE: 'v8' });
     });
 
     it.each([
@@ -354,16 +366,16 @@ describeEachBackend('config, builds and releases', (backend) => {
     ])('refuses version %s with 400, creating no release', async (_what, version) => {
       const res = await alice.api.post('/v1/apps/rb/releases/rollback/', { version });
       expect(res.status).toBe(400);
-      expect((await latest('rb')).version).toBe(9);
+      expect((await latest('rb')).version).toBe(8);
     });
 
     it('answers 404 for a version that does not exist', async () => {
       expect((await alice.api.post('/v1/apps/rb/releases/rollback/', { version: 99 })).status).toBe(404);
-      expect((await latest('rb')).version).toBe(9);
+      expect((await latest('rb')).version).toBe(8);
     });
 
     it('accepts the version as a numeric string', async () => {
-      expect((await alice.api.post('/v1/apps/rb/releases/rollback/', { version: '2' })).body).toEqual({ version: 10 });
+      expect((await alice.api.post('/v1/apps/rb/releases/rollback/', { version: '7' })).body).toEqual({ version: 9 });
     });
   });
 

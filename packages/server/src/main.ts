@@ -1,6 +1,7 @@
 import pino from 'pino';
 import { startServer } from './server';
 import { configOrExit, stopOnSignals } from './process-lifecycle';
+import { readyLine } from './ready-line';
 
 /** Entry point of the bundled server: read configuration, start, stop cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
@@ -8,6 +9,8 @@ async function main(): Promise<void> {
   const logger = pino({ level: config.logLevel, base: undefined });
   const server = await startServer(config, logger);
   logger.info({ url: server.url, database: config.databaseUrl ? 'postgresql' : 'sqlite', scheduler: server.schedulerKind }, `controller listening on ${server.url}`);
+  // One plain line for the person who started it, apart from the JSON log on standard output.
+  process.stderr.write(`${readyLine(config, { ...server, readiness: server.readiness() })}\n`);
 
   stopOnSignals(logger, () => server.close());
 }

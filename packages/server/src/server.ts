@@ -50,6 +50,8 @@ export interface RunningServer {
   routerTlsPort: number | null;
   /** How apps are confined (SCHEDULER=process); null with another scheduler. */
   sandbox: SandboxStatus | null;
+  /** What `GET /readyz` adds now: `status: 'degraded'` with `reasons` when apps or builds cannot run. */
+  readiness(): Record<string, string | string[]>;
 }
 
 /**
@@ -448,5 +450,5 @@ async function startHolding(config: ServerConfig, logger: Logger): Promise<Runni
     })();
     return closing;
   };
-  return { url, port: address.port, close, scheduler, processScheduler, dockerScheduler, swarmScheduler, schedulerKind, gitPort, routerPort, routerTlsPort, sandbox: scheduling.sandboxStatus };
+  return { url, port: address.port, close, scheduler, processScheduler, dockerScheduler, swarmScheduler, schedulerKind, gitPort, routerPort, routerTlsPort, sandbox: scheduling.sandboxStatus, readiness: () => scheduling.readyDetails() };
 }

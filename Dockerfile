@@ -56,7 +56,10 @@ COPY --from=build /src/buildpacks ./buildpacks
 # Writable by the controller's uid however the engine maps the volume's owner: on an engine with
 # user-namespace remapping the controller keeps the host's namespace (compose.yaml) while the
 # volume is given the remapped owner. Only the controller runs in this container.
-RUN mkdir -p /data && chown 1000:1000 /data && chmod 1777 /data
+# The same holds for /run/svc-router, the router's control socket's directory when the router
+# runs as a service of its own (compose.yaml, a volume shared with the controller): the socket
+# itself is made mode 0600 by the router, for its own uid (the controller's).
+RUN mkdir -p /data /run/svc-router && chown 1000:1000 /data /run/svc-router && chmod 1777 /data /run/svc-router
 USER 1000:1000
 VOLUME ["/data"]
 # API, router (app traffic), git over SSH.

@@ -2,6 +2,7 @@ import type Docker from 'dockerode';
 import type { ContainerSpec } from '@svc/core';
 import { LABELS, containerLimits, digestOf, runParts } from './engine';
 import type { EngineScheduling } from './options';
+import { ownerLabels } from './installation';
 
 /** What of the scheduler's settings a container's configuration depends on. */
 export type ContainerSettings = Pick<EngineScheduling, 'instance' | 'user' | 'pidsLimit' | 'readonlyRootfs' | 'defaultMemory' | 'defaultCpu' | 'logConfig'>;
@@ -47,10 +48,10 @@ export function containerDigest(settings: ContainerSettings, network: string, sp
   ]);
 }
 
-/** The labels of an app's container: who owns it, what it runs, and the digest it was made from. */
-export function containerLabels(instance: string, spec: ContainerSpec, digest: string): Record<string, string> {
+/** The labels of an app's container: who owns it (its instance, and its installation when known), what it runs, and the digest it was made from. */
+export function containerLabels(instance: string, spec: ContainerSpec, digest: string, installation: string | null = null): Record<string, string> {
   return {
-    [LABELS.instance]: instance,
+    ...ownerLabels({ instance, installation }),
     [LABELS.app]: spec.app,
     [LABELS.type]: spec.type,
     [LABELS.num]: String(spec.num),

@@ -31,6 +31,7 @@ import { DEFAULT_CONTAINER_PORT, ImageNotFound, assertRunnable, containerPortFor
 import { addressOn, containerDigest, containerLabels, containerName, describeExit, hostConfigOf, runningFromInspection, runningFromListing, type RunningContainer } from './container-config';
 import { platformNetworkOf, preparePlatformNetwork, removePlatformNetwork, type PlatformNetwork, type PlatformNetworkOptions } from './platform-network';
 import { managedContainer, type Managed } from './managed-container';
+import { isOwnedBy, ownerLabels } from './installation';
 
 export { RUN_TIMEOUT_EXIT_CODE, type Endpoint } from '@svc/core';
 export { containerName } from './container-config';
@@ -81,11 +82,13 @@ export class DockerScheduler implements Scheduler {
   }
 
   /**
-   * Creates the platform network (no traffic between containers) and the host guard, once;
-   * called by the first start or run, or at start-up to fail early.
+   * Refuses an instance whose containers or network are another installation's (touching
+   * nothing), then creates the platform network (no traffic between containers) and the host
+   * guard, once; called by the first start or run, or at start-up before anything is adopted.
+   * @throws InstanceOfAnotherInstallation naming them; Error when the engine refuses.
    */
   prepare(): Promise<void> {
-    this.prepared ??= preparePlatformNetwork(this.docker, this.base.instance, this.platform, this.base.warn).catch((error: unknown) => {
+    this.prepared ??= preparePlatformNetwork(this.docker, this.base, this.platform, this.base.warn).catch((error: unknown) => {
       this.prepared = null;
       throw error;
     });
@@ -169,7 +172,7 @@ export class DockerScheduler implements Scheduler {
       Cmd: [spec.command],
       Env: environmentList(spec.env, port),
       User: containerUserFor(this.base.user, image),
-      Labels: { [LABELS.instance]: this.base.instance, [LABELS.app]: spec.app, [LABELS.type]: 'run', [LABELS.release]: String(spec.release) },
+      Labels: { ...ownerLabels(this.base), [LABELS.app]: spec.app, [LABELS.type]: 'run', [LABELS.release]: String(spec.release) },
       AttachStdout: true,
       AttachStderr: true,
       Tty: false,
@@ -242,7 +245,8 @@ export class DockerScheduler implements Scheduler {
     const known = new Set([...this.containers.values()].map((c) => c.engineId));
     let reaped = 0;
     for (const info of listed) {
-      if (known.has(info.Id) || this.runs.has((info.Names[0] ?? '').replace(/^\//, ''))) continue;
+      // Another installation's containers are never leftovers of this one (prepare refuses such an instance).
+      if (known.has(info.Id) || this.runs.has((info.Names[0] ?? '').replace(/^\//, '')) || !isOwnedBy(info.Labels, this.base)) continue;
       const app = info.Labels[LABELS.app];
       await this.docker
         .getContainer(info.Id)
@@ -296,7 +300,7 @@ export class DockerScheduler implements Scheduler {
       ...(spec.command === null ? {} : { Entrypoint: ['/bin/sh', '-c'], Cmd: [spec.command] }),
       Env: environmentList(spec.env, managed.port),
       User: containerUserFor(this.base.user, image),
-      Labels: containerLabels(this.base.instance, spec, managed.digest),
+      Labels: containerLabels(this.base.instance, spec, managed.digest, this.base.installation),
       ExposedPorts: { [`${managed.port}/tcp`]: {} },
       Tty: false,
       OpenStdin: false,
@@ -321,7 +325,7 @@ export class DockerScheduler implements Scheduler {
   private async adopt(managed: Managed): Promise<boolean> {
     const { spec } = managed;
     const found = await this.runningContainer(containerName(spec.id));
-    if (found === null || !found.running || found.labels[LABELS.instance] !== this.base.instance || found.labels[LABELS.spec] !== managed.digest) return false;
+    if (found === null || !found.running || !isOwnedBy(found.labels, this.base) || found.labels[LABELS.spec] !== managed.digest) return false;
     const { address } = found;
     const port = found.port ?? DEFAULT_CONTAINER_PORT;
     // A running web container only has to accept a connection: it was up when the previous controller process left it.
@@ -482,7 +486,7 @@ export class DockerScheduler implements Scheduler {
   private async removeByName(name: string): Promise<void> {
     try {
       const info = await this.docker.getContainer(name).inspect();
-      if ((info.Config.Labels ?? {})[LABELS.instance] !== this.base.instance) return;
+      if (!isOwnedBy(info.Config.Labels ?? {}, this.base)) return;
       await this.docker.getContainer(info.Id).remove({ force: true });
     } catch (error) {
       if (engineStatus(error) !== 404) throw error;

@@ -25,6 +25,11 @@ export const LABELS = {
   container: 'svc.container',
   /** The controller instance that owns the object: two controllers on one engine leave each other's alone. */
   instance: 'svc.instance',
+  /**
+   * The installation that owns the object (a fingerprint of its SECRET_KEY): two installations
+   * given the same instance by mistake are told apart, and the second one's start is refused.
+   */
+  installation: 'svc.installation',
   /** A digest of everything the container was created from, to adopt only an identical container. */
   spec: 'svc.spec',
 } as const;

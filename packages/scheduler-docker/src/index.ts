@@ -29,6 +29,7 @@ export {
   pingEngine,
 } from './engine';
 export type { EngineSchedulerOptions } from './options';
+export { DOCKER_INSTANCE_FIX, InstanceOfAnotherInstallation, foreignInstanceProblem, isForeign, isOwnedBy, ownerLabels, type LabelledObject, type Owner } from './installation';
 export { SCHEDULER_LOG_SOURCE } from '@svc/core';
 export type { RegistryLogin } from './registry-login';
 export { MEMBERS_LABEL, SwarmScheduler, drainScript, healthScript, parseServiceLogLine, type SwarmSchedulerOptions } from './swarm';

@@ -13,6 +13,13 @@ export interface EngineSchedulerOptions {
   clock?: Clock;
   /** Names this controller on the engine (label `svc.instance`): objects of another instance are never touched. Default `default`. */
   instance?: string;
+  /**
+   * The installation's fingerprint (label `svc.installation`; the server derives it from
+   * SECRET_KEY): objects of the instance that carry another installation's are never adopted
+   * or removed, and the scheduler refuses to prepare while there are any. Default none: objects
+   * are not labelled and every one of the instance is taken as this controller's.
+   */
+  installation?: string | null;
   /** Called with what the operator should know. */
   onWarning?: (message: string) => void;
   /** `uid[:gid]` every container runs as, whatever the image says. Default `65534:65534` (nobody). */
@@ -66,6 +73,7 @@ export interface EngineScheduling {
   /** The scheduler's answer to `Scheduler.checkRunnable`, with its image puller (see `engineBuildProblem`). */
   readonly checkRunnable: (build: BuildToRun) => Promise<string | null>;
   readonly instance: string;
+  readonly installation: string | null;
   readonly warn: (message: string) => void;
   readonly user: string;
   readonly pidsLimit: number;
@@ -111,6 +119,7 @@ export function engineScheduling(options: EngineSchedulerOptions): EngineSchedul
     images,
     checkRunnable: (build) => engineBuildProblem(images, build),
     instance: options.instance ?? 'default',
+    installation: options.installation ?? null,
     warn: options.onWarning ?? (() => undefined),
     user: options.user ?? '65534:65534',
     pidsLimit: options.pidsLimit ?? 256,

@@ -3,6 +3,7 @@ import { LABELS, engineReason, engineStatus, ensureNetwork } from './engine';
 import { bridgeOf, removeGuardedNetwork } from './guarded-network';
 import { guardHostFromBridge, hostUnguardSteps } from './host-guard';
 import { guardRunner } from './iptables-engine';
+import { assertInstanceOwned, foreignInstanceProblem, ownerLabels, type Owner } from './installation';
 import type { GuardRunnerChoice, IptablesRunner } from './iptables-runner';
 
 /** The stack image's default name, the helper image of the guards unless told otherwise. */
@@ -53,20 +54,26 @@ export function platformNetworkOf(docker: Docker, options: PlatformNetworkOption
 }
 
 /**
- * Creates the platform network (no traffic between containers) unless it exists, and guards
- * this host from it; warns about what it cannot ensure (a network letting containers reach
- * each other, a guard it could not install or that is off). Only a warning: apps still run
- * (docs/security.md says what is then reachable), unlike builds, which refuse.
- * @throws Error when the engine refuses to inspect or create the network.
+ * Refuses an instance another installation holds (installation.ts), before anything is made;
+ * then creates the platform network (no traffic between containers) unless it exists, labelled
+ * with its owner, and guards this host from it; warns about what it cannot ensure (a network
+ * letting containers reach each other, a guard it could not install or that is off). Only a
+ * warning: apps still run (docs/security.md says what is then reachable), unlike builds, which refuse.
+ * @throws InstanceOfAnotherInstallation when the instance's containers or the network are
+ *   another installation's; Error when the engine refuses to inspect or create the network.
  */
-export async function preparePlatformNetwork(docker: Docker, instance: string, how: PlatformNetwork, warn: (message: string) => void): Promise<void> {
+export async function preparePlatformNetwork(docker: Docker, owner: Owner, how: PlatformNetwork, warn: (message: string) => void): Promise<void> {
+  await assertInstanceOwned(docker, owner, how.network);
   const network = await ensureNetwork(docker, {
     Name: how.network,
     Driver: 'bridge',
     CheckDuplicate: true,
     Options: { 'com.docker.network.bridge.enable_icc': 'false', 'com.docker.network.bridge.name': how.bridge },
-    Labels: { [LABELS.instance]: instance },
+    Labels: ownerLabels(owner),
   });
+  // Another installation starting at the same moment may have created it first.
+  const taken = foreignInstanceProblem(owner, [{ kind: 'network', name: how.network, labels: network.Labels ?? {} }]);
+  if (taken !== null) throw taken;
   const options = network.Options ?? {};
   if (options['com.docker.network.bridge.enable_icc'] !== 'false') {
     warn(`the network ${how.network} lets containers reach each other (com.docker.network.bridge.enable_icc is not false): remove it and let the scheduler create it`);

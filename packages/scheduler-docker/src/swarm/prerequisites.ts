@@ -1,10 +1,12 @@
 /*
  * What the scheduler needs of the swarm before it runs anything: a manager of an active
- * swarm, and a tasks' network on which tasks cannot reach each other.
+ * swarm, an instance no other installation's services hold, and a tasks' network on which
+ * tasks cannot reach each other.
  */
 import type Docker from 'dockerode';
 import { engineReason } from '../engine';
-import { callEngine, type SwarmInfo } from './api';
+import { foreignInstanceProblem, type Owner } from '../installation';
+import { callEngine, type ServiceInfo, type SwarmInfo } from './api';
 
 /** @throws Error saying what is missing: no swarm, or a worker instead of a manager. */
 export async function assertSwarmManager(docker: Docker): Promise<void> {
@@ -13,6 +15,21 @@ export async function assertSwarmManager(docker: Docker): Promise<void> {
     throw new Error(`the engine at DOCKER_HOST is not part of a swarm (state: ${info.Swarm?.LocalNodeState ?? 'unknown'}): run docker swarm init, or point DOCKER_HOST at a manager`);
   }
   if (info.Swarm.ControlAvailable !== true) throw new Error('the engine at DOCKER_HOST is a swarm worker: point DOCKER_HOST at a manager of the swarm');
+}
+
+/** What a Swarm scheduler's installation must change to get an instance of its own. */
+export const SWARM_INSTANCE_FIX = 'DOCKER_INSTANCE and SWARM_SERVICE_PREFIX';
+
+/**
+ * Refuses an instance whose services (`list`: the instance's) are another installation's,
+ * before the scheduler adopts or removes any; reads nothing when the installation is unknown.
+ * @throws InstanceOfAnotherInstallation naming the first such service.
+ */
+export async function assertServicesOwned(owner: Owner, list: () => Promise<ServiceInfo[]>): Promise<void> {
+  if (owner.installation === null) return;
+  const services = (await list()).map((info) => ({ kind: 'service', name: info.Spec.Name, labels: info.Spec.Labels }));
+  const problem = foreignInstanceProblem(owner, services, 'swarm', SWARM_INSTANCE_FIX);
+  if (problem !== null) throw problem;
 }
 
 /**

@@ -8,7 +8,8 @@ import { SCHEDULER_LOG_SOURCE } from '@svc/core';
 import { callEngine, listTasks, type ServiceInfo } from './api';
 import { runJob } from './jobs';
 import { memberState, membersOf, pairs, runningTasks, serviceOf, taskView, type Service, type TaskView } from './members';
-import { assertSwarmManager, assertTaskNetwork } from './prerequisites';
+import { assertServicesOwned, assertSwarmManager, assertTaskNetwork } from './prerequisites';
+import { isForeign } from '../installation';
 import { ServiceChanges, type PreparedSpec } from './service-changes';
 import { isRouted, serviceName, specDigest, taskTemplate } from './service-spec';
 import { swarmSettings, type SwarmSchedulerOptions, type SwarmSettings } from './settings';
@@ -52,13 +53,16 @@ export class SwarmScheduler implements Scheduler {
   }
 
   /**
-   * Checks that the engine is a manager of an active swarm and the tasks' network, once;
-   * called by the first operation, or at start-up to fail early.
-   * @throws Error saying what is missing (no swarm, a worker instead of a manager, the network).
+   * Checks that the engine is a manager of an active swarm, that no service of the instance is
+   * another installation's, and the tasks' network, once; called by the first operation, or at
+   * start-up before anything is adopted or removed.
+   * @throws InstanceOfAnotherInstallation naming such a service; Error saying what is missing
+   *   (no swarm, a worker instead of a manager, the network).
    */
   prepare(): Promise<void> {
     this.prepared ??= (async () => {
       await assertSwarmManager(this.docker);
+      await assertServicesOwned(this.settings.base, () => this.listOwn());
       await assertTaskNetwork(this.docker, this.settings.network, this.settings.base.warn);
       this.watch.start();
     })().catch((error: unknown) => {
@@ -202,6 +206,8 @@ export class SwarmScheduler implements Scheduler {
     let reaped = 0;
     for (const info of await this.listOwn()) {
       const labels = info.Spec.Labels;
+      // Another installation's services are never leftovers of this one (prepare refuses such an instance).
+      if (isForeign(labels, this.settings.base)) continue;
       if (labels[LABELS.type] === 'run') {
         if (!this.runs.has(info.ID)) await callEngine(this.docker, 'DELETE', `/services/${info.ID}`).catch(() => undefined);
         continue;
@@ -260,7 +266,7 @@ export class SwarmScheduler implements Scheduler {
       for (const info of await this.listOwn()) {
         const app = info.Spec.Labels[LABELS.app];
         const type = info.Spec.Labels[LABELS.type];
-        if (!app || !type || type === 'run' || this.services.has(info.Spec.Name)) continue;
+        if (!app || !type || type === 'run' || this.services.has(info.Spec.Name) || isForeign(info.Spec.Labels, this.settings.base)) continue;
         const service = serviceOf(info, app, type);
         this.services.set(service.name, service);
         service.tasks = (await listTasks(this.docker, { service: [service.id] })).map(taskView);

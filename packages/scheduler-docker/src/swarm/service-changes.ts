@@ -200,7 +200,7 @@ export class ServiceChanges {
     const info = await this.inspect(service);
     const body: ServiceSpec = {
       ...info.Spec,
-      Labels: serviceLabels(this.settings.base.instance, service.app, service.type, service.release, service.digest, members),
+      Labels: serviceLabels(this.settings.base.instance, service.app, service.type, service.release, service.digest, members, this.settings.base.installation),
       Mode: { Replicated: { Replicas: replicasOf(members) } },
     };
     await this.update(service, info, body);

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { isRoutedType, type ContainerSpec, type RunSpec } from '@svc/core';
 import { LABELS, containerLimits, digestOf, environmentList, runParts, type ContainerLimits } from '../engine';
 import { startTimeoutOf, type EngineScheduling } from '../options';
+import { ownerLabels } from '../installation';
 import type { ServiceSpec, TaskTemplate } from './api';
 import { drainScript, healthScript } from './task-scripts';
 import type { SwarmSettings } from './settings';
@@ -16,7 +17,10 @@ export const MEMBERS_LABEL = 'svc.members';
 
 /** What the specs are made from: the settings, without the engine client. */
 export type SpecSettings = Pick<SwarmSettings, 'drainMs' | 'healthIntervalMs' | 'monitorMs' | 'restartDelayMs' | 'network'> & {
-  base: Pick<EngineScheduling, 'instance' | 'user' | 'pidsLimit' | 'readonlyRootfs' | 'defaultMemory' | 'defaultCpu' | 'stopTimeoutMs' | 'startTimeoutMs' | 'logConfig'>;
+  base: Pick<EngineScheduling, 'instance' | 'user' | 'pidsLimit' | 'readonlyRootfs' | 'defaultMemory' | 'defaultCpu' | 'stopTimeoutMs' | 'startTimeoutMs' | 'logConfig'> & {
+    /** The installation's fingerprint, labelled on services (absent: none). */
+    installation?: string | null;
+  };
 };
 
 /** A platform container a service stands for. */
@@ -84,9 +88,17 @@ export function specDigest(settings: SpecSettings, spec: ContainerSpec, own: num
 }
 
 /** The labels of a service: whose it is, its release and spec, and the containers it stands for. */
-export function serviceLabels(instance: string, app: string, type: string, release: number, digest: string, members: Map<string, Member>): Record<string, string> {
+export function serviceLabels(
+  instance: string,
+  app: string,
+  type: string,
+  release: number,
+  digest: string,
+  members: Map<string, Member>,
+  installation: string | null = null,
+): Record<string, string> {
   return {
-    [LABELS.instance]: instance,
+    ...ownerLabels({ instance, installation }),
     [LABELS.app]: app,
     [LABELS.type]: type,
     [LABELS.release]: String(release),
@@ -213,7 +225,7 @@ export function serviceSpec(settings: SpecSettings, input: ServiceInput): Servic
   const update = { Parallelism: 0, Delay: 0, Monitor: ms(settings.monitorMs), MaxFailureRatio: 0, Order: 'start-first' as const };
   return {
     Name: input.name,
-    Labels: serviceLabels(settings.base.instance, input.app, input.type, input.release, input.digest, input.members),
+    Labels: serviceLabels(settings.base.instance, input.app, input.type, input.release, input.digest, input.members, settings.base.installation ?? null),
     TaskTemplate: input.template,
     Mode: { Replicated: { Replicas: replicasOf(input.members) } },
     UpdateConfig: { ...update, FailureAction: 'rollback' },
@@ -230,7 +242,7 @@ export function jobSpec(settings: SpecSettings, name: string, spec: RunSpec, por
   const limits = containerLimits(null, null, { memory: settings.base.defaultMemory, cpu: settings.base.defaultCpu });
   return {
     Name: name,
-    Labels: { [LABELS.instance]: settings.base.instance, [LABELS.app]: spec.app, [LABELS.type]: 'run', [LABELS.release]: String(spec.release) },
+    Labels: { ...ownerLabels({ instance: settings.base.instance, installation: settings.base.installation ?? null }), [LABELS.app]: spec.app, [LABELS.type]: 'run', [LABELS.release]: String(spec.release) },
     TaskTemplate: {
       ContainerSpec: {
         ...containerBase(settings, spec.image, environmentList(spec.env, port), spec.app, 'run', spec.release, user),

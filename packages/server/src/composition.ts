@@ -19,7 +19,7 @@ import {
   type UnitOfWork,
   type UseCases,
 } from '@svc/core';
-import { AesGcmSecretBox, CryptoRandomSource, RandomIdGenerator, RandomTokenGenerator, ScryptPasswordHasher, SystemClock, SystemTimer } from '@svc/crypto-node';
+import { AesGcmSecretBox, CryptoRandomSource, RandomIdGenerator, RandomTokenGenerator, ScryptPasswordHasher, SystemClock, SystemTimer, installationId } from '@svc/crypto-node';
 import { Ssh2PublicKeyParser } from '@svc/ssh-keys-ssh2';
 import { ForgeCertificateParser } from '@svc/certs-forge';
 import { FileLogStore } from '@svc/logs-file';
@@ -341,7 +341,8 @@ export function compose(options: CompositionOptions): BoundSchedulers & {
     cryptoModule(options.secretKey),
     parsersModule,
     logsModule(options.logDirectory, options.logStore),
-    schedulerModule(options, options.registryLogin ?? null),
+    // Engine objects carry the installation's fingerprint (from SECRET_KEY, shared by all its processes): see schedulers.ts.
+    schedulerModule({ ...options, installation: options.installation ?? installationId(options.secretKey) }, options.registryLogin ?? null),
     // The process scheduler runs checkouts: pushed commits are built into images for the others.
     imagesModule(options.scheduler === 'process' ? null : (options.imageBuilds ?? null), options.registryLogin ?? null, options.docker?.registryAllow ?? []),
     // Buildpacks compile where the app's code runs: in the process sandbox, or on the engine with image builds.

@@ -3,11 +3,11 @@ import type { Logger } from 'pino';
 import { TOKENS, type LogStore, type Scheduler, type SourceCompiler, type UseCases } from '@svc/core';
 import { MemoryScheduler } from '@svc/scheduler-memory';
 import { ProcessScheduler, type ProcessRecord, type SandboxOptions, type SandboxStatus } from '@svc/scheduler-process';
-import { DockerScheduler, SwarmScheduler, createEngine, pingEngine, type Docker, type EngineSchedulerOptions, type RegistryLogin } from '@svc/scheduler-docker';
+import { DockerScheduler, InstanceOfAnotherInstallation, SwarmScheduler, createEngine, pingEngine, type Docker, type EngineSchedulerOptions, type RegistryLogin } from '@svc/scheduler-docker';
 import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
 import { prepareEngineBuilds, type DockerCompileSetup } from './compose-builds';
 import { UNSAFE_SWITCH, type DockerSettings, type SchedulerKind, type ServerConfig, type SwarmSettings } from './config';
-import { checkSchedulerRecord, readinessDetails } from './preflight';
+import { PreflightError, checkSchedulerRecord, readinessDetails } from './preflight';
 import { BuildReadinessReport } from './build-readiness';
 import { DrainingScheduler, LeavingContainers, type EndpointSource } from './routing';
 
@@ -20,11 +20,12 @@ import { DrainingScheduler, LeavingContainers, type EndpointSource } from './rou
  *    scheduler that ran its apps (a change needs SCHEDULER_ADOPT; preflight.ts).
  * 2. `schedulerSetup` → `compose` (composition.ts binds the scheduler with `schedulerModule`).
  * 3. `SchedulerStartup.beforeServing`, before any port of the controller is bound:
- *    the process scheduler starts setting up its sandbox (it waits for the ports of step 4)
- *    and stops the processes an earlier controller process left; deploys a dead controller
- *    left half-way are cleaned up; an engine scheduler adopts the containers still running
- *    (restoring the recorded ones as they are, removing the others) and its buildpack builds
- *    are checked.
+ *    an engine scheduler refuses an instance another installation holds (label
+ *    `svc.installation`, from SECRET_KEY), touching nothing; the process scheduler starts
+ *    setting up its sandbox (it waits for the ports of step 4) and stops the processes an
+ *    earlier controller process left; deploys a dead controller left half-way are cleaned up;
+ *    an engine scheduler adopts the containers still running (restoring the recorded ones as
+ *    they are, removing the others) and its buildpack builds are checked.
  * 4. `SchedulerStartup.afterPortsBound`, once the API, git and router listen: the process
  *    scheduler's sandbox is told the ports no app may take, then the apps' processes, which
  *    did not survive the earlier controller process, are started again; then whether pushed
@@ -84,6 +85,13 @@ export interface SchedulerSetup {
   swarm?: SwarmSettings;
   /** Wraps the scheduler in fault injection (tests and resilience drills); absent or null: off. */
   schedulerChaos?: ChaosOptions | null;
+  /**
+   * The installation's fingerprint on the engine (label `svc.installation`): the composition
+   * derives it from SECRET_KEY, the same in every controller process of one installation. The
+   * Docker and Swarm schedulers refuse an instance whose objects carry another's, and never
+   * adopt or remove those. Absent or null: not labelled, not checked.
+   */
+  installation?: string | null;
 }
 
 /** How long the start-up waits for a Docker engine to answer when SCHEDULER is unset. */
@@ -153,12 +161,13 @@ export function schedulerSetup(config: ServerConfig, kind: SchedulerKind, dataDi
 }
 
 /** What the Docker and Swarm schedulers both take: the shared engine client, the log store, the clock and the DOCKER_* settings. */
-function engineOptions(ctx: ResolutionContext, docker: DockerSchedulerSetup, registryLogin: RegistryLogin | null): EngineSchedulerOptions {
+function engineOptions(ctx: ResolutionContext, docker: DockerSchedulerSetup, registryLogin: RegistryLogin | null, installation: string | null): EngineSchedulerOptions {
   return {
     docker: ctx.get<Docker>(SCHEDULER_TOKENS.DockerEngine),
     logs: ctx.get<LogStore>(TOKENS.LogStore),
     clock: ctx.get(TOKENS.Clock),
     instance: docker.instance,
+    installation,
     onWarning: docker.onWarning,
     user: docker.user,
     pidsLimit: docker.pidsLimit,
@@ -181,12 +190,13 @@ function engineOptions(ctx: ResolutionContext, docker: DockerSchedulerSetup, reg
 export const schedulerModule = (setup: SchedulerSetup, registryLogin: RegistryLogin | null) =>
   new ContainerModule(({ bind }) => {
     const { scheduler: kind, processes, docker, swarm } = setup;
+    const installation = setup.installation ?? null;
     const chaos = setup.schedulerChaos ?? null;
     bind<SwarmScheduler>(SCHEDULER_TOKENS.SwarmScheduler).toDynamicValue((ctx) => {
       if (docker === undefined || swarm === undefined) throw new Error('The Swarm scheduler needs its setup (CompositionOptions.docker and .swarm)');
       const leaving = ctx.get<LeavingContainers>(SCHEDULER_TOKENS.LeavingContainers);
       return new SwarmScheduler({
-        ...engineOptions(ctx, docker, registryLogin),
+        ...engineOptions(ctx, docker, registryLogin, installation),
         prefix: swarm.prefix,
         drainMs: swarm.drainMs,
         healthIntervalMs: swarm.healthIntervalMs,
@@ -202,7 +212,7 @@ export const schedulerModule = (setup: SchedulerSetup, registryLogin: RegistryLo
     bind<DockerScheduler>(SCHEDULER_TOKENS.DockerScheduler).toDynamicValue((ctx) => {
       if (docker === undefined) throw new Error('The Docker scheduler needs its setup (CompositionOptions.docker)');
       return new DockerScheduler({
-        ...engineOptions(ctx, docker, registryLogin),
+        ...engineOptions(ctx, docker, registryLogin, installation),
         network: docker.network,
         bridge: docker.bridge,
         guardHost: docker.guardHost,
@@ -290,6 +300,11 @@ function appProblems(status: SandboxStatus | null): string[] {
   return status?.mode === 'unavailable' ? [status.problem ?? 'the sandbox is unavailable'] : [];
 }
 
+/** An instance another installation holds on the engine, as the start-up check it is: one line naming DOCKER_INSTANCE (preflight.ts). */
+function asPreflight(error: unknown): unknown {
+  return error instanceof InstanceOfAnotherInstallation ? new PreflightError(error.setting, error.message) : error;
+}
+
 /** What the start-up of the scheduler works on, once composed. */
 export interface ComposedSchedulers extends BoundSchedulers {
   useCases: UseCases;
@@ -351,6 +366,9 @@ export class SchedulerStartup {
         ports.then((bound) => bound.own),
       ) ?? null;
     try {
+      // First of all, before anything on the engine is adopted or removed (the deploys' clean-up
+      // below stops containers too): an instance another installation holds refuses the start.
+      await (parts.dockerScheduler ?? parts.swarmScheduler)?.prepare();
       if (processScheduler !== null && this.options.keepApps === true) {
         this.held = await processScheduler.leftovers.hold();
         if (this.held.length > 0) logger.info({ held: this.held.length }, 'app processes of the earlier controller process serve until their replacements are up');
@@ -365,7 +383,7 @@ export class SchedulerStartup {
     } catch (error) {
       this.portsBound({ router: [], own: [] });
       await this.stop();
-      throw error;
+      throw asPreflight(error);
     }
     await this.adoptEngineContainers();
   }
@@ -389,7 +407,7 @@ export class SchedulerStartup {
       this.buildWarning = await prepareEngineBuilds(builds.compiler, builds.docker, this.options.logger);
     } catch (error) {
       await this.stop();
-      throw error;
+      throw asPreflight(error);
     }
   }
 

@@ -6,7 +6,9 @@ import { MemoryScheduler } from '@svc/scheduler-memory';
 import { ChaosScheduler } from '@svc/scheduler-chaos';
 import type { ProcessScheduler, SandboxStatus } from '@svc/scheduler-process';
 import { loadConfig } from '../src';
+import { foreignInstanceProblem, type DockerScheduler } from '@svc/scheduler-docker';
 import { SANDBOX_HINT, SchedulerStartup, boundSchedulers, schedulerModule, schedulerSetup, type ComposedSchedulers } from '../src/schedulers';
+import { PreflightError } from '../src/preflight';
 
 const logger = pino({ level: 'silent' });
 
@@ -244,5 +246,49 @@ describe('SchedulerStartup', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(steps.slice(0, 2)).toEqual(['prepare sandbox', 'reap orphans']);
     expect([...steps.slice(2)].sort()).toEqual(['sandbox ready', 'shutdown']);
+  });
+
+  /** A Docker scheduler that records the start-up's calls; its prepare fails with `refusal` when given. */
+  function recordingDockerScheduler(steps: string[], refusal: Error | null): DockerScheduler {
+    const step = (name: string, value: unknown = 0) => async () => {
+      steps.push(name);
+      return value;
+    };
+    return {
+      prepare: async () => {
+        steps.push('prepare engine');
+        if (refusal !== null) throw refusal;
+      },
+      survey: step('survey'),
+      reapOrphans: step('reap orphans'),
+      shutdown: step('shutdown', undefined),
+    } as unknown as DockerScheduler;
+  }
+
+  it("with an engine scheduler: the instance is checked first, before deploys are recovered and containers adopted or removed", async () => {
+    const steps: string[] = [];
+    const startup = new SchedulerStartup({ shared: false, logger });
+
+    await startup.beforeServing({ ...composedWith(steps, null), dockerScheduler: recordingDockerScheduler(steps, null) });
+
+    expect(steps).toEqual(['prepare engine', 'recover deploys (all: true)', 'prepare engine', 'survey', 'restore containers', 'reap orphans']);
+  });
+
+  it("refuses the start with one line naming DOCKER_INSTANCE when another installation holds the instance, and touches nothing", async () => {
+    const steps: string[] = [];
+    const refusal = foreignInstanceProblem({ instance: 'default', installation: 'aaaaaaaaaaaaaaaa' }, [
+      { kind: 'container', name: 'svc-c1', labels: { 'svc.instance': 'default', 'svc.installation': 'bbbbbbbbbbbbbbbb' } },
+    ]);
+    const startup = new SchedulerStartup({ shared: false, logger });
+
+    const started = startup.beforeServing({ ...composedWith(steps, null), dockerScheduler: recordingDockerScheduler(steps, refusal) });
+
+    await expect(started).rejects.toBeInstanceOf(PreflightError);
+    await expect(started).rejects.toMatchObject({
+      setting: 'DOCKER_INSTANCE',
+      message:
+        'DOCKER_INSTANCE: the instance "default" on this engine belongs to another installation (container svc-c1): give this installation its own DOCKER_INSTANCE, DOCKER_NETWORK and DOCKER_BRIDGE',
+    });
+    expect(steps).toEqual(['prepare engine', 'shutdown']);
   });
 });

@@ -7,7 +7,7 @@ const adapters = [
 ];
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', 'data/**', 'coverage/**', 'packages/cli/.e2e-build-*/**', 'packages/dashboard/public/js/**', 'artifacts/**'] },
+  { ignores: ['**/dist/**', '**/node_modules/**', 'data/**', 'coverage/**', 'packages/cli/.e2e-build-*/**', 'packages/dashboard/public/js/**', 'artifacts/**', 'packages/buildpacks-git/buildpacks/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

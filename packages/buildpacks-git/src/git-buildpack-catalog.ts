@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { RequestRejected, type BuildpackCatalog, type InstalledBuildpack } from '@svc/core';
@@ -6,11 +7,18 @@ import { BUILTIN_BUILDPACKS, isBuildpackDirectory, isBuildpackName, listBuildpac
 import { BUILDPACK_FETCH, fetchKey, fetchedName, isFetchableRef, isFetchableUrl, redactUrl } from './fetch-rules';
 import { FetchFailure, fetchIntoDirectory } from './git-fetch';
 
-/** The repository's `buildpacks/` directory, where the built-in buildpacks are (from `src/` and `dist/` alike). */
 /** What each built-in buildpack's bin/detect looks for, told to a pusher whose app none detected. */
 const BUILTIN_NEEDS: Record<(typeof BUILTIN_BUILDPACKS)[number], string | null> = { node: 'a package.json', plain: null };
 
-export const BUILTIN_BUILDPACKS_DIR = resolve(__dirname, '..', '..', '..', 'buildpacks');
+// An installed package holds its own copy (its tarball gets one when it is packed:
+// scripts/package-files.mjs); a checkout has only the repository's.
+const PACKAGED_BUILDPACKS_DIR = resolve(__dirname, '..', 'buildpacks');
+
+/**
+ * Where the built-in buildpacks are: the installed package's `buildpacks/`, or in a checkout
+ * the repository's `buildpacks/` (from `src/` and `dist/` alike).
+ */
+export const BUILTIN_BUILDPACKS_DIR = existsSync(PACKAGED_BUILDPACKS_DIR) ? PACKAGED_BUILDPACKS_DIR : resolve(__dirname, '..', '..', '..', 'buildpacks');
 
 /** Where the buildpacks are and how fetches are bounded. */
 export interface GitBuildpackCatalogOptions {

@@ -1,12 +1,17 @@
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { access, constants } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type Docker from 'dockerode';
 import { Unavailable } from '@svc/core';
 import { engineStatus } from './engine';
 
-/** The script that makes a stack image offline, from this repository's root. */
-export const STACK_IMAGE_SCRIPT = resolve(__dirname, '../../../scripts/make-stack-image.sh');
+// An installed package holds its own copy (its tarball gets one when it is packed:
+// scripts/package-files.mjs); a checkout has only the repository's.
+const PACKAGED_SCRIPT = resolve(__dirname, '../scripts/make-stack-image.sh');
+
+/** The script that makes a stack image offline: the installed package's, or in a checkout the repository's `scripts/`. */
+export const STACK_IMAGE_SCRIPT = existsSync(PACKAGED_SCRIPT) ? PACKAGED_SCRIPT : resolve(__dirname, '../../../scripts/make-stack-image.sh');
 
 /** Where the stack image comes from when the engine lacks it. */
 export interface StackImageSource {

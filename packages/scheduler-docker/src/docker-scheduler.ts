@@ -236,8 +236,8 @@ export class DockerScheduler implements Scheduler {
   /**
    * Removes the containers of this controller instance that no container of this process
    * stands for (adopted or started since): those the controller no longer records, and
-   * one-off commands a stopped controller left. Call it at start-up after restoring. Resolves
-   * with how many it removed.
+   * one-off commands a stopped controller left; never another installation's. Call it at
+   * start-up after restoring. Resolves with how many it removed.
    */
   async reapOrphans(): Promise<number> {
     this.surveyed = null;
@@ -245,7 +245,6 @@ export class DockerScheduler implements Scheduler {
     const known = new Set([...this.containers.values()].map((c) => c.engineId));
     let reaped = 0;
     for (const info of listed) {
-      // Another installation's containers are never leftovers of this one (prepare refuses such an instance).
       if (known.has(info.Id) || this.runs.has((info.Names[0] ?? '').replace(/^\//, '')) || !isOwnedBy(info.Labels, this.base)) continue;
       const app = info.Labels[LABELS.app];
       await this.docker

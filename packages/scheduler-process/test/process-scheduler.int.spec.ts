@@ -326,7 +326,9 @@ describe('ProcessScheduler (real processes)', () => {
     });
 
     it('stops the process groups an earlier controller process left running', async () => {
-      const crashed = scheduler();
+      // A crashed controller restarts nothing: its back-off outlasts the test, so the process the
+      // next one stops is not started again behind the second reaping (as it was with 300 ms under load).
+      const crashed = scheduler({ backoff: { initialMs: 600_000, maxMs: 600_000, resetAfterMs: 60_000 } });
       await crashed.start(aSpec({ command: nodeApp(app.path) }));
       const orphan = Number(await fetchText(endpointUrl(crashed, '/pid')));
 

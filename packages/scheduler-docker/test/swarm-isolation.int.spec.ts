@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ContainerSpec } from '@svc/core';
 import { SwarmScheduler } from '../src';
-import { SWARM_BUSYBOX, TEST_SWARM_FIREWALL as FIREWALL, describeWithSwarmNetwork, testSwarm, type TestSwarm } from './support/swarm';
+import { SWARM_BUSYBOX, TEST_SWARM_FIREWALL as FIREWALL, describeWithSwarmNetwork, holdSwarm, testSwarm, type TestSwarm } from './support/swarm';
 
 const TIMEOUT = 180_000;
 const settle = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
@@ -22,6 +22,9 @@ async function waitForLines(t: TestSwarm, app: string, pattern: RegExp, count: n
 /** A TCP request from inside a task: `REACHED <what>` when the answer holds the text, else `blocked <what>`. */
 const probe = (what: string, host: string, port: string, text: string): string =>
   `printf 'GET / HTTP/1.0\\r\\n\\r\\n' | nc -w 3 ${host} ${port} 2>/dev/null | grep -q ${text} && echo "REACHED ${what}" || echo "blocked ${what}"`;
+
+// Its tasks spread over both nodes: no other file may drain one meanwhile.
+holdSwarm('shared');
 
 /**
  * Hostile app code on a swarm whose tasks join SWARM_NETWORK (config-only bridge networks with

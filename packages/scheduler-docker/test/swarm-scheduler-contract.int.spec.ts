@@ -1,7 +1,10 @@
 import { describeSchedulerContract, describeSchedulerScenarios } from '@svc/core/testing';
 import type { SwarmScheduler } from '../src';
 import { ENGINE_UNRUNNABLE, answersAt, busyboxServe } from './support/contract-answers';
-import { SWARM_BUSYBOX, describeWithSwarm, testSwarm, type TestSwarm } from './support/swarm';
+import { SWARM_BUSYBOX, describeWithSwarm, holdSwarm, testSwarm, type TestSwarm } from './support/swarm';
+
+// Its tasks must stay where Swarm put them: no other file may drain a node meanwhile.
+holdSwarm('shared');
 
 describeWithSwarm('SwarmScheduler contract (real swarm)', () => {
   describeSchedulerContract('SwarmScheduler', {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ContainerSpec } from '@svc/core';
 import { callEngine, type NodeInfo } from '../src/swarm/api';
-import { SWARM_BUSYBOX, describeWithSwarm, describeWithTwoNodes, steadyTraffic, stopTraffic, testSwarm, type TestSwarm } from './support/swarm';
+import { SWARM_BUSYBOX, describeWithSwarm, describeWithTwoNodes, holdSwarm, steadyTraffic, stopTraffic, testSwarm, type TestSwarm } from './support/swarm';
 
 const TIMEOUT = 180_000;
 let apps = 0;
@@ -46,6 +46,9 @@ async function runningTaskIds(t: TestSwarm, app: string): Promise<string[]> {
 }
 
 const settle = (ms: number): Promise<void> => new Promise((done) => setTimeout(done, ms));
+
+// The two-node tests drain the worker: Swarm would move other files' tasks too.
+holdSwarm('exclusive');
 
 describeWithSwarm('SwarmScheduler (real swarm)', () => {
   let t: TestSwarm;

@@ -6,6 +6,7 @@ import pino from 'pino';
 import { createEngine, type Docker } from '@svc/scheduler-docker';
 import { loadConfig, startServer, type RunningServer } from '../src';
 import { ApiClient, closeSwarmTest, ENGINE_E2E_ENV, signUp, viaRouter, type Session } from './support';
+import { holdSwarm } from '../../scheduler-docker/test/support/swarm';
 
 jest.setTimeout(400_000);
 
@@ -43,6 +44,9 @@ interface ContainerJson {
   num: number;
   state: string;
 }
+
+// It cuts the worker off: nothing else may run on that swarm meanwhile (it is one of its own in CI).
+holdSwarm('exclusive', HOST);
 
 describeSwarm('a lost Swarm worker (SCHEDULER=swarm)', () => {
   const tag = process.pid.toString(36);

@@ -6,6 +6,7 @@ import { createEngine, type Docker } from '@svc/scheduler-docker';
 import { loadConfig, startServer, type RunningServer } from '../src';
 import { ApiClient, closeSwarmTest, signUp, viaRouter, type Session } from './support';
 import { WorkingCopy, keyPair, nodeApp } from '../../builder-git/test/support/git-client';
+import { holdSwarm } from '../../scheduler-docker/test/support/swarm';
 
 jest.setTimeout(600_000);
 
@@ -27,6 +28,9 @@ if (!READY && process.env.CI !== 'true') {
  * and its tasks run on both nodes, the worker pulling the exact image by that digest with the
  * login Swarm keeps with the service.
  */
+// Its tasks run on both nodes: no other file may drain one meanwhile.
+holdSwarm('shared');
+
 describeSwarm('git pushes on a two-node Docker Swarm with a registry (SCHEDULER=swarm, REGISTRY, REGISTRY_USERNAME, REGISTRY_PASSWORD)', () => {
   const tag = process.pid.toString(36);
   const prefix = `reg${tag}`;

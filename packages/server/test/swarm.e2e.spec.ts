@@ -5,6 +5,7 @@ import pino from 'pino';
 import { LABELS, createEngine, type Docker } from '@svc/scheduler-docker';
 import { loadConfig, startServer, type RunningServer } from '../src';
 import { ApiClient, closeSwarmTest, ENGINE_E2E_ENV, signUp, viaRouter, type Session } from './support';
+import { holdSwarm } from '../../scheduler-docker/test/support/swarm';
 
 jest.setTimeout(300_000);
 
@@ -65,6 +66,9 @@ const describeSwarm = ready || process.env.CI === 'true' ? describe : describe.s
 if (!ready && process.env.CI !== 'true') {
   process.stdout.write('The controller on a Docker Swarm (e2e) was not run: set TEST_SWARM_HOST, TEST_SWARM_WORKER_HOST and TEST_SWARM_REGISTRY (.ci/swarm.sh).\n');
 }
+
+// It drains the worker: Swarm would move other files' tasks too.
+holdSwarm('exclusive');
 
 describeSwarm('the controller on a two-node Docker Swarm (SCHEDULER=swarm)', () => {
   const tag = process.pid.toString(36);

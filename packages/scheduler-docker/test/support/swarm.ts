@@ -4,6 +4,7 @@ import type Docker from 'dockerode';
 import { InMemoryLogStore } from '@svc/core/testing';
 import { LABELS, SwarmScheduler, type SwarmSchedulerOptions } from '../../src';
 import { connectTestEngine, logLines } from './engine';
+import { holdLockDuringFile, type LockMode } from './host-lock';
 
 const env = (name: string): string | null => (process.env[name]?.trim() ? (process.env[name] as string).trim() : null);
 
@@ -56,6 +57,17 @@ export function describeWithSwarmNetwork(title: string, body: () => void): void 
 /** Like {@link describeWithSwarm}, for tests that need a second node (TEST_SWARM_WORKER_HOST). */
 export function describeWithTwoNodes(title: string, body: () => void): void {
   describeNeeding('TEST_SWARM_WORKER_HOST', TEST_SWARM_HOST === null ? null : TEST_SWARM_WORKER_HOST, 'a swarm of two nodes', title, body);
+}
+
+/**
+ * Holds the test swarm's lock for the whole test file (call it at the file's top level): test
+ * files run side by side in several processes on the one swarm of `.ci/swarm.sh`. A file that
+ * changes the swarm's nodes (drains the worker, say: Swarm then moves every file's tasks off it)
+ * takes it `exclusive`; a file that runs tasks, or counts on both nodes being active, takes it
+ * `shared`. Nothing is held when no swarm is configured.
+ */
+export function holdSwarm(mode: LockMode, host: string | null = TEST_SWARM_HOST): void {
+  if (host !== null) holdLockDuringFile(`swarm ${host}`, mode);
 }
 
 /** A Swarm scheduler on its own instance label and service prefix, and how to remove all it made. */

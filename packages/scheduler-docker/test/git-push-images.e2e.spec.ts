@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describeEachBackend, signUp, useServer, type Session } from '../../server/test/support';
+import { describeEachBackend, ownBuildNetwork, removeBuildNetwork, signUp, useServer, type Session } from '../../server/test/support';
 import { WorkingCopy, keyPair, nodeApp, type KeyPair } from '../../builder-git/test/support/git-client';
 import { APP_LABEL, APP_UID } from '../src';
 import { BUSYBOX_IMAGE, NODE_IMAGE, TEST_DOCKER_HOST, describeWithEngineClient as describeWithEngine, imageExists, runIn } from './support/engine';
@@ -42,6 +42,7 @@ describeWithEngine('git push builds images', (engine) => {
     const suffix = `${Date.now().toString(36)}${Math.floor(Math.random() * 1000)}`;
     const web = `dweb-${suffix}`;
     const proc = `dproc-${suffix}`;
+    const build = ownBuildNetwork();
     const server = useServer(backend, {
       GIT_SSH_PORT: '0',
       ROUTER_PORT: 'off',
@@ -51,6 +52,7 @@ describeWithEngine('git push builds images', (engine) => {
       STACK_IMAGE: NODE_IMAGE,
       BUILD_TIMEOUT_SECONDS: '120',
       BUILD_RETENTION: '2',
+      ...build,
     });
     let root: string;
     let alice: Session;
@@ -76,6 +78,7 @@ describeWithEngine('git push builds images', (engine) => {
         const images = await engine().listImages({ filters: JSON.stringify({ label: [`${APP_LABEL}=${app}`] }) });
         for (const image of images) await engine().getImage(image.Id).remove({ force: true }).catch(() => undefined);
       }
+      await removeBuildNetwork(engine(), { network: build.BUILDPACK_NETWORK, bridge: build.BUILDPACK_BRIDGE });
       await rm(root, { recursive: true, force: true });
     });
 

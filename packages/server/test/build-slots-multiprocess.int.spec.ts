@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { createDatabase, type Database } from '@svc/persistence-typeorm';
+import { createEngine } from '@svc/scheduler-docker';
 import { WorkingCopy, keyPair } from '../../builder-git/test/support/git-client';
 import { TEST_DATABASE_URL, createScratchDatabase, type ScratchDatabase } from '../../persistence-typeorm/test/support/postgres';
 import { loadConfig, startServer, type RunningServer } from '../src';
-import { ApiClient, signUp } from './support';
+import { ApiClient, ownBuildNetwork, removeBuildNetwork, signUp } from './support';
 
 jest.setTimeout(300_000);
 
@@ -63,6 +64,8 @@ describe.each(CASES)('builds at once per user, counted in the database: $name', 
     return;
   }
   const tag = `${process.pid.toString(36)}${name.length}`;
+  // One installation in several processes: one build network, its own on the shared engine.
+  const build = ownBuildNetwork();
   let root: string;
   let database: Setup;
   let servers: RunningServer[] = [];
@@ -89,6 +92,7 @@ describe.each(CASES)('builds at once per user, counted in the database: $name', 
         HOST: '127.0.0.1',
         PORT: '0',
         LOG_LEVEL: 'silent',
+        ...build,
       });
       servers.push(await startServer(config, pino({ level: 'silent' })));
     }
@@ -100,6 +104,7 @@ describe.each(CASES)('builds at once per user, counted in the database: $name', 
     await other?.close();
     for (const server of servers) await server.close();
     servers = [];
+    if (TEST_DOCKER_HOST !== null) await removeBuildNetwork(createEngine(TEST_DOCKER_HOST), { network: build.BUILDPACK_NETWORK, bridge: build.BUILDPACK_BRIDGE });
     await database?.close();
     if (root) await rm(root, { recursive: true, force: true });
   });

@@ -7,7 +7,7 @@ import { LABELS, createEngine, type Docker } from '@svc/scheduler-docker';
 import { WorkingCopy, keyPair, type KeyPair } from '../../builder-git/test/support/git-client';
 import { sandboxUnavailable } from '../../scheduler-process/test/support/sandbox';
 import { loadConfig, startServer, type RunningServer } from '../src';
-import { ApiClient, removeEngineInstance, signUp, testUidRange, viaRouter, type Session } from './support';
+import { ApiClient, ownBuildNetwork, removeEngineInstance, signUp, testUidRange, viaRouter, type Session } from './support';
 import { serveGitOverHttp, type GitHttpServer } from './support/git-http';
 
 jest.setTimeout(600_000);
@@ -113,6 +113,7 @@ interface Case {
 }
 
 const tag = process.pid.toString(36);
+const build = ownBuildNetwork();
 const CASES: Case[] = [
   { name: 'process', unavailable: sandboxUnavailable(), env: () => ({ SCHEDULER: 'process', SANDBOX_UID_RANGE: testUidRange(), PROCESS_PORT_RANGE: '41000-41049' }) },
   {
@@ -124,6 +125,7 @@ const CASES: Case[] = [
       DOCKER_NETWORK: `svc-bp-${tag}`,
       DOCKER_BRIDGE: `svcbp${tag}`.slice(0, 15),
       DOCKER_INSTANCE: `bp-${tag}`,
+      ...build,
     }),
   },
 ];
@@ -195,7 +197,12 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
     if (name === 'docker' && TEST_DOCKER_HOST !== null) {
       const docker: Docker = createEngine(TEST_DOCKER_HOST);
       const values = env();
-      await removeEngineInstance(docker, { instance: values.DOCKER_INSTANCE as string, network: values.DOCKER_NETWORK as string, bridge: values.DOCKER_BRIDGE as string });
+      await removeEngineInstance(docker, {
+        instance: values.DOCKER_INSTANCE as string,
+        network: values.DOCKER_NETWORK as string,
+        bridge: values.DOCKER_BRIDGE as string,
+        build: { network: build.BUILDPACK_NETWORK, bridge: build.BUILDPACK_BRIDGE },
+      });
     }
     if (root) await rm(root, { recursive: true, force: true });
   });

@@ -11,7 +11,7 @@ import { startController, type ControllerProcess } from './processes/controller-
 import { call, callUntil, registerAndLogin } from './processes/http';
 import { startRouter, type RouterProcess } from './processes/router-process';
 import { buildWorkspace, type WorkspaceBuild } from './processes/workspace-build';
-import { inlineNode, removeEngineInstance } from './support';
+import { inlineNode, ownBuildNetwork, removeEngineInstance } from './support';
 
 jest.setTimeout(300_000);
 
@@ -237,7 +237,7 @@ describe('a controller restart behind a router process of its own (ROUTER_SOCKET
       SCHEDULER: 'process',
       // The sandbox is another file's subject (sandbox.e2e): here the processes run unconfined.
       UNSAFE_SINGLE_USER_DEV: '1',
-      PROCESS_PORT_RANGE: '45000-45999',
+      PROCESS_PORT_RANGE: '56000-56999',
       HEALTHCHECK_TIMEOUT: '30',
       PROCESS_STOP_TIMEOUT_SECONDS: '5',
       DATA_DIR: dataDir,
@@ -374,7 +374,7 @@ describeWithSandbox('a controller restart behind a router process of its own, wi
       PORT: String(apiPort),
       SCHEDULER: 'process',
       SANDBOX_UID_RANGE: `${uids.from}-${uids.to}`,
-      PROCESS_PORT_RANGE: '47000-47999',
+      PROCESS_PORT_RANGE: '55000-55999',
       HEALTHCHECK_TIMEOUT: '30',
       PROCESS_STOP_TIMEOUT_SECONDS: '5',
       DATA_DIR: dataDir,
@@ -470,6 +470,7 @@ describeEngine('a controller restart behind a router process of its own, on a Do
     DOCKER_NETWORK: `svc-restart-${tag}`,
     DOCKER_BRIDGE: `svcr${tag}`.slice(0, 15),
     DOCKER_INSTANCE: `restart-${tag}`,
+    ...ownBuildNetwork(),
     HEALTHCHECK_TIMEOUT: '30',
     PROCESS_STOP_TIMEOUT_SECONDS: '2',
   };
@@ -492,7 +493,8 @@ describeEngine('a controller restart behind a router process of its own, on a Do
 
   afterAll(async () => {
     if (docker) {
-      await removeEngineInstance(docker, { instance: env.DOCKER_INSTANCE, network: env.DOCKER_NETWORK, bridge: env.DOCKER_BRIDGE });
+      const build = { network: env.BUILDPACK_NETWORK, bridge: env.BUILDPACK_BRIDGE };
+      await removeEngineInstance(docker, { instance: env.DOCKER_INSTANCE, network: env.DOCKER_NETWORK, bridge: env.DOCKER_BRIDGE, build });
       await docker.getImage(image).remove({ force: true }).catch(() => undefined);
     } else await unguardHostFromBridge(env.DOCKER_BRIDGE);
     if (dataDir) await rm(dataDir, { recursive: true, force: true });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { LABELS, createEngine, unguardHostFromBridge, type Docker } from '@svc/scheduler-docker';
 import { loadConfig, startServer, type RunningServer } from '../src';
-import { ApiClient, ENGINE_E2E_ENV, removeEngineInstance, signUp, viaRouter, type Session } from './support';
+import { ApiClient, ENGINE_E2E_ENV, ownBuildNetwork, removeEngineInstance, signUp, viaRouter, type Session } from './support';
 
 jest.setTimeout(300_000);
 
@@ -59,6 +59,7 @@ describeEngine('the controller on a Docker engine (SCHEDULER=docker)', () => {
     DOCKER_NETWORK: `svc-e2e-${tag}`,
     DOCKER_BRIDGE: `svce${tag}`.slice(0, 15),
     DOCKER_INSTANCE: `e2e-${tag}`,
+    ...ownBuildNetwork(),
     // The test registry is on loopback: only a registry the operator names may be pulled from there.
     REGISTRY_ALLOW: TEST_REGISTRY ?? '',
     ...ENGINE_E2E_ENV,
@@ -107,7 +108,8 @@ describeEngine('the controller on a Docker engine (SCHEDULER=docker)', () => {
     await alice?.api.delete(`/v1/apps/${app}/`).catch(() => undefined);
     await server?.close();
     if (docker) {
-      await removeEngineInstance(docker, { instance: env.DOCKER_INSTANCE, network: env.DOCKER_NETWORK, bridge: env.DOCKER_BRIDGE });
+      const build = { network: env.BUILDPACK_NETWORK, bridge: env.BUILDPACK_BRIDGE };
+      await removeEngineInstance(docker, { instance: env.DOCKER_INSTANCE, network: env.DOCKER_NETWORK, bridge: env.DOCKER_BRIDGE, build });
       for (const image of Object.values(images ?? {})) await docker.getImage(image).remove({ force: true }).catch(() => undefined);
     } else await unguardHostFromBridge(env.DOCKER_BRIDGE);
     if (dataDir) await rm(dataDir, { recursive: true, force: true });

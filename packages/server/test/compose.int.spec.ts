@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { WorkingCopy, keyPair, nodeApp, type KeyPair } from '../../builder-git/test/support/git-client';
 import { ApiClient, signUp, viaRouter, type Session } from './support';
+import { buildControllerImage } from './support/controller-image';
 
 /*
  * The offline production path: compose.yaml run by Debian's docker-compose (v1) on a Docker
@@ -132,14 +133,14 @@ describeWithEngine('compose.yaml without a registry (docker-compose, images made
     let controllerImage = process.env.TEST_CONTROLLER_IMAGE?.trim() ?? '';
     if (controllerImage === '') {
       controllerImage = `svc-compose-test/controller:${suffix}`;
-      const base = process.env.TEST_NODE_BASE_IMAGE?.trim() || 'svc-base/node:20-host';
-      try {
-        await docker('image', 'inspect', base);
-      } catch {
+      // A base of its own unless one is named: another test file may be using (or removing) one of a shared name.
+      let base = process.env.TEST_NODE_BASE_IMAGE?.trim() ?? '';
+      if (base === '') {
+        base = `svc-compose-test/node-base:${suffix}`;
         await script('make-node-base.sh', base);
         made.push(base);
       }
-      await script('build-image.sh', '--prebuilt', '--base', base, '-t', controllerImage);
+      await buildControllerImage(() => script('build-image.sh', '--prebuilt', '--base', base, '-t', controllerImage));
       made.push(controllerImage);
     }
     // The router service's own tag (compose.yaml), so that a new controller image leaves it running.
@@ -171,6 +172,9 @@ describeWithEngine('compose.yaml without a registry (docker-compose, images made
       DOCKER_INSTANCE: project,
       DOCKER_NETWORK: project,
       DOCKER_BRIDGE: `svcc${suffix}`,
+      // Its own build network too: its teardown removes it, with the builds on it.
+      BUILDPACK_NETWORK: `${project}-build`,
+      BUILDPACK_BRIDGE: `svccb${suffix}`,
       PORT: String(apiPort),
       ROUTER_PORT: String(routerPort),
       GIT_SSH_PORT: String(gitPort),
@@ -188,6 +192,7 @@ describeWithEngine('compose.yaml without a registry (docker-compose, images made
       const apps = await docker('ps', '-aq', '--filter', `label=svc.instance=${project}`).catch(() => '');
       if (apps !== '') await docker('rm', '-f', ...apps.split('\n')).catch(() => undefined);
       await docker('network', 'rm', project).catch(() => undefined);
+      await docker('network', 'rm', `${project}-build`).catch(() => undefined);
       rmSync(work, { recursive: true, force: true });
     }
     for (const image of made.reverse()) await docker('image', 'rm', '-f', image).catch(() => undefined);
@@ -283,18 +288,20 @@ describeWithEngine('compose.yaml without a registry (docker-compose, images made
     expect(await login.json()).toEqual({ token: expect.any(String) });
   }, 6 * 60_000);
 
-  it('is taken off the engine by the teardown in the controller\'s image: the apps\' containers, their network and its iptables rules go', async () => {
-    const bridge = env.DOCKER_BRIDGE ?? '';
-    const rulesOfBridge = async (): Promise<string[]> => (await run('iptables', ['-w', '-S'])).stdout.split('\n').filter((rule) => rule.includes(bridge));
+  it('is taken off the engine by the teardown in the controller\'s image: the apps\' containers, both networks and their iptables rules go', async () => {
+    const bridges = [env.DOCKER_BRIDGE ?? '', env.BUILDPACK_BRIDGE ?? ''];
+    const rulesOf = async (bridge: string): Promise<string[]> => (await run('iptables', ['-w', '-S'])).stdout.split('\n').filter((rule) => rule.includes(bridge));
     const appContainers = async (): Promise<string> => docker('ps', '-aq', '--filter', `label=svc.instance=${project}`);
-    expect((await rulesOfBridge()).length).toBeGreaterThan(0);
+    for (const bridge of bridges) expect((await rulesOf(bridge)).length).toBeGreaterThan(0);
     expect(await appContainers()).not.toBe('');
 
     await compose('stop', 'controller');
     const said = await compose('run', '--rm', '--no-deps', 'controller', 'node', 'packages/server/dist/teardown.js', '--yes');
     expect(said).toContain(`the network ${project} and its guard`);
-    expect(await rulesOfBridge()).toEqual([]);
+    expect(said).toContain(`Removed the build network ${project}-build and its guards.`);
+    for (const bridge of bridges) expect(await rulesOf(bridge)).toEqual([]);
     expect(await appContainers()).toBe('');
     await expect(docker('network', 'inspect', project)).rejects.toThrow();
+    await expect(docker('network', 'inspect', `${project}-build`)).rejects.toThrow();
   }, 5 * 60_000);
 });

@@ -3,20 +3,24 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { family, parseExposition, sampleValue } from '../../metrics-prometheus/test/support/exposition';
+import { buildControllerImage } from './support/controller-image';
 
 /*
  * The controller image, built with the repository's Dockerfile on a Docker engine
  * (TEST_DOCKER_HOST) without any registry: a node base image made from this machine's node
  * (scripts/make-node-base.sh; TEST_NODE_BASE_IMAGE names one already made), the packages
  * compiled here and staged with production dependencies only (scripts/build-image.sh
- * --prebuilt). The container must become healthy by its own HEALTHCHECK, run as a user other
- * than root, answer /readyz and /metrics from the host, and stop cleanly on SIGTERM.
+ * --prebuilt; TEST_CONTROLLER_IMAGE names one already made so, as .ci/run does once for this
+ * test and the compose test). The container must become healthy by its own HEALTHCHECK, run
+ * as a user other than root, answer /readyz and /metrics from the host, and stop cleanly on
+ * SIGTERM.
  */
 
 const run = promisify(execFile);
 const ROOT = join(__dirname, '..', '..', '..');
 const ENGINE = process.env.TEST_DOCKER_HOST?.trim() ? process.env.TEST_DOCKER_HOST.trim() : null;
-const BASE = process.env.TEST_NODE_BASE_IMAGE?.trim() || 'svc-base/node:20-host';
+const BASE = process.env.TEST_NODE_BASE_IMAGE?.trim() || null;
+const PREBUILT = process.env.TEST_CONTROLLER_IMAGE?.trim() || null;
 // Making the base and building the image take minutes on a busy two-core machine.
 const BUILD_TIMEOUT_MS = 15 * 60_000;
 
@@ -66,19 +70,23 @@ function describeWithEngine(title: string, body: () => void): void {
 
 describeWithEngine('the controller image', () => {
   const suffix = `${process.pid}-${randomBytes(3).toString('hex')}`;
-  const tag = `svc-image-test/controller:${suffix}`;
+  const tag = PREBUILT ?? `svc-image-test/controller:${suffix}`;
   const name = `svc-image-test-${suffix}`;
-  let madeBase = false;
+  // The images this file makes, removed after it; those it is given stay. A base of its own:
+  // another test file may be using (or removing) one of a shared name at the same time.
+  const made: string[] = [];
   let url = '';
 
   beforeAll(async () => {
-    try {
-      await docker('image', 'inspect', BASE);
-    } catch {
-      await script('make-node-base.sh', BASE);
-      madeBase = true;
+    if (PREBUILT === null) {
+      const base = BASE ?? `svc-image-test/node-base:${suffix}`;
+      if (BASE === null) {
+        await script('make-node-base.sh', base);
+        made.push(base);
+      }
+      await buildControllerImage(() => script('build-image.sh', '--prebuilt', '--base', base, '-t', tag));
+      made.push(tag);
     }
-    await script('build-image.sh', '--prebuilt', '--base', BASE, '-t', tag);
     await docker(
       'run', '-d', '--name', name,
       '-e', `SECRET_KEY=${randomBytes(32).toString('hex')}`,
@@ -97,8 +105,7 @@ describeWithEngine('the controller image', () => {
   afterAll(async () => {
     if (ENGINE === null) return;
     await docker('rm', '-f', '-v', name).catch(() => undefined);
-    await docker('image', 'rm', '-f', tag).catch(() => undefined);
-    if (madeBase) await docker('image', 'rm', '-f', BASE).catch(() => undefined);
+    for (const image of made.reverse()) await docker('image', 'rm', '-f', image).catch(() => undefined);
   }, 120_000);
 
   it('becomes healthy by its own HEALTHCHECK on /readyz', async () => {

@@ -29,7 +29,7 @@ describe('a controller whose builds cannot run', () => {
       SCHEDULER: 'process',
       SANDBOX_BWRAP: '/nonexistent/bwrap',
       SANDBOX_UID_RANGE: testUidRange(),
-      PROCESS_PORT_RANGE: '47000-47049',
+      PROCESS_PORT_RANGE: '41050-41099',
       DATA_DIR: join(root, 'data'),
       GIT_SSH_PORT: '0',
       ROUTER_PORT: '0',

@@ -109,7 +109,7 @@ describe('one controller per data directory, with real controller processes', ()
       SCHEDULER: 'process',
       // Confinement is the sandbox tests' subject: here the apps run unconfined.
       UNSAFE_SINGLE_USER_DEV: '1',
-      PROCESS_PORT_RANGE: '44000-44999',
+      PROCESS_PORT_RANGE: '54000-54999',
       HEALTHCHECK_TIMEOUT: '30',
       PROCESS_STOP_TIMEOUT_SECONDS: '2',
       DATA_DIR: dataDir,

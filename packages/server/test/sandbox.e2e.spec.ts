@@ -113,7 +113,7 @@ describeWithSandbox('a hostile app owner with SCHEDULER=process and no container
   const start = async (env: Record<string, string> = {}): Promise<RunningServer> => {
     const config = loadConfig({
       SCHEDULER: 'process',
-      PROCESS_PORT_RANGE: '46000-46999',
+      PROCESS_PORT_RANGE: '57000-57999',
       SANDBOX_UID_RANGE: uidRange,
       PROCESS_STOP_TIMEOUT_SECONDS: '3',
       GIT_SSH_PORT: 'off',

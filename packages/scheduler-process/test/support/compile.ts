@@ -24,7 +24,7 @@ export class CompileFixture {
     this.scheduler = new ProcessScheduler({
       dataDir: this.dataDir,
       logs: new InMemoryLogStore(),
-      portRange: { from: 46000, to: 46999 },
+      portRange: { from: 58000, to: 58999 },
       startTimeoutMs: 20_000,
       settleMs: 300,
       stopTimeoutMs: 3000,

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import type { Config } from 'jest';
 
 // Tests run from TypeScript sources: workspace imports resolve to each package's src,
@@ -18,11 +19,15 @@ const shared = {
 };
 
 const config: Config = {
-  // One test file at a time, on any machine: the Docker and Swarm suites share one engine and
-  // one swarm, and two of them drain and restore the same swarm node (swarm-scheduler.int and
-  // swarm.e2e); run side by side, one placed its replicas on one node, most likely while the
-  // other had drained the worker.
-  maxWorkers: 1,
+  // Test files run side by side, two at least even on two cores: most of a file's time is spent
+  // waiting for engines, servers, databases and child processes, not computing. At most four:
+  // one Docker engine and one swarm serve them all. What files share is kept apart: the files
+  // that drain a swarm node hold the swarm's lock exclusively, those running tasks on it hold
+  // it shared (packages/scheduler-docker/test/support/host-lock.ts); each file makes its own
+  // networks, bridges, build network, instance labels, port range and databases.
+  maxWorkers: Math.min(4, Math.max(2, availableParallelism())),
+  // The longest files first, and those that would only wait for each other's swarm lock apart.
+  testSequencer: '<rootDir>/scripts/test-sequencer.mjs',
   projects: [
     {
       ...shared,

@@ -2,9 +2,9 @@
 // The `prepack` and `postpack` of the packages that ship files kept at the repository's root
 // (@svc/buildpacks-git the built-in buildpacks, @svc/scheduler-docker the stack image's
 // script): `add` copies each named path from the root into the package, at the same relative
-// path, before npm packs it; `remove` deletes those copies afterwards. The package's code
-// looks for the file in the package first, then in the repository (a checkout), so an
-// installed tarball finds its own copy. The copies are ignored by git.
+// path, before npm packs it; `remove` deletes those copies afterwards. In a checkout the
+// package's code reads the repository's file; installed (node_modules/@svc/…), its own copy.
+// The copies are ignored by git.
 //
 // Usage (run by npm in the package's directory): node ../../scripts/package-files.mjs add|remove PATH...
 import { cpSync, existsSync, readdirSync, rmSync } from 'node:fs';

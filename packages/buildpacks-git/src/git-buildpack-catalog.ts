@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { lstat, mkdir, readdir, rename, rm } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { RequestRejected, type BuildpackCatalog, type InstalledBuildpack } from '@svc/core';
 import { BUILTIN_BUILDPACKS, isBuildpackDirectory, isBuildpackName, listBuildpackNames } from './buildpack-directory';
 import { BUILDPACK_FETCH, fetchKey, fetchedName, isFetchableRef, isFetchableUrl, redactUrl } from './fetch-rules';
@@ -10,15 +9,14 @@ import { FetchFailure, fetchIntoDirectory } from './git-fetch';
 /** What each built-in buildpack's bin/detect looks for, told to a pusher whose app none detected. */
 const BUILTIN_NEEDS: Record<(typeof BUILTIN_BUILDPACKS)[number], string | null> = { node: 'a package.json', plain: null };
 
-// An installed package holds its own copy (its tarball gets one when it is packed:
-// scripts/package-files.mjs); a checkout has only the repository's.
-const PACKAGED_BUILDPACKS_DIR = resolve(__dirname, '..', 'buildpacks');
+// In the repository (and the controller's image) this package is packages/buildpacks-git and
+// the buildpacks are the repository's; an installed package (node_modules/@svc/…) holds its
+// own copy, which its tarball gets when it is packed (scripts/package-files.mjs). The copy
+// exists in the checkout only while a pack runs, so the checkout never reads it.
+const IN_CHECKOUT = basename(resolve(__dirname, '..', '..')) === 'packages';
 
-/**
- * Where the built-in buildpacks are: the installed package's `buildpacks/`, or in a checkout
- * the repository's `buildpacks/` (from `src/` and `dist/` alike).
- */
-export const BUILTIN_BUILDPACKS_DIR = existsSync(PACKAGED_BUILDPACKS_DIR) ? PACKAGED_BUILDPACKS_DIR : resolve(__dirname, '..', '..', '..', 'buildpacks');
+/** Where the built-in buildpacks are: the repository's `buildpacks/` in a checkout, else the installed package's. */
+export const BUILTIN_BUILDPACKS_DIR = IN_CHECKOUT ? resolve(__dirname, '..', '..', '..', 'buildpacks') : resolve(__dirname, '..', 'buildpacks');
 
 /** Where the buildpacks are and how fetches are bounded. */
 export interface GitBuildpackCatalogOptions {

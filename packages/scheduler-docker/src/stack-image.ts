@@ -1,17 +1,18 @@
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { access, constants } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { basename, resolve } from 'node:path';
 import type Docker from 'dockerode';
 import { Unavailable } from '@svc/core';
 import { engineStatus } from './engine';
 
-// An installed package holds its own copy (its tarball gets one when it is packed:
-// scripts/package-files.mjs); a checkout has only the repository's.
-const PACKAGED_SCRIPT = resolve(__dirname, '../scripts/make-stack-image.sh');
+// In the repository (and the controller's image) this package is packages/scheduler-docker and
+// the script is the repository's; an installed package (node_modules/@svc/…) holds its own
+// copy, which its tarball gets when it is packed (scripts/package-files.mjs). The copy exists
+// in the checkout only while a pack runs, so the checkout never reads it.
+const IN_CHECKOUT = basename(resolve(__dirname, '../..')) === 'packages';
 
-/** The script that makes a stack image offline: the installed package's, or in a checkout the repository's `scripts/`. */
-export const STACK_IMAGE_SCRIPT = existsSync(PACKAGED_SCRIPT) ? PACKAGED_SCRIPT : resolve(__dirname, '../../../scripts/make-stack-image.sh');
+/** The script that makes a stack image offline: the repository's in a checkout, else the installed package's. */
+export const STACK_IMAGE_SCRIPT = resolve(__dirname, IN_CHECKOUT ? '../../../scripts/make-stack-image.sh' : '../scripts/make-stack-image.sh');
 
 /** Where the stack image comes from when the engine lacks it. */
 export interface StackImageSource {

@@ -34,7 +34,8 @@ RUN set -e; \
       npm prune --omit=dev --no-audit --no-fund; \
     fi; \
     rm -rf packages/*/src packages/*/test packages/*/tsconfig.json packages/*/dist/.tsbuildinfo \
-      node_modules/.cache node_modules/better-sqlite3/deps node_modules/better-sqlite3/src
+      node_modules/.cache node_modules/better-sqlite3/deps node_modules/better-sqlite3/src \
+      node_modules/@types
 
 FROM ${NODE_IMAGE}
 # git serves `git push` deploys (git receive-pack); the official slim image has none.

@@ -76,19 +76,33 @@ export function foreignInstanceProblem(owner: Owner, objects: LabelledObject[], 
 
 /**
  * Reads the instance's containers and the platform network (when it exists) and refuses when
- * any is another installation's; touches nothing. Does nothing when the installation is unknown.
+ * any is another installation's; touches nothing but a network of another installation that no
+ * container is on, which it removes. Does nothing when the installation is unknown.
  * @throws InstanceOfAnotherInstallation naming them; Error when the engine refuses to answer.
  */
 export async function assertInstanceOwned(docker: Docker, owner: Owner, network: string): Promise<void> {
   if (owner.installation === null) return;
   const listed = await docker.listContainers({ all: true, filters: { label: [`${LABELS.instance}=${owner.instance}`] } });
   const objects: LabelledObject[] = listed.map((info) => ({ kind: 'container', name: (info.Names[0] ?? info.Id).replace(/^\//, ''), labels: info.Labels }));
+  let abandoned = false;
   try {
     const found = (await docker.getNetwork(network).inspect()) as Docker.NetworkInspectInfo;
-    objects.push({ kind: 'network', name: network, labels: found.Labels ?? {} });
+    abandoned = isForeign(found.Labels ?? {}, owner) && Object.keys(found.Containers ?? {}).length === 0;
+    if (!abandoned) objects.push({ kind: 'network', name: network, labels: found.Labels ?? {} });
   } catch (error) {
     if (engineStatus(error) !== 404) throw error;
   }
   const problem = foreignInstanceProblem(owner, objects);
   if (problem !== null) throw problem;
+  if (abandoned) {
+    // Another installation's network with no container on, and none of its containers left on
+    // the instance: left by an installation that is gone (its data and key deleted, a fresh
+    // start with the same settings). It goes, and this installation makes its own.
+    await docker
+      .getNetwork(network)
+      .remove()
+      .catch((error: unknown) => {
+        if (engineStatus(error) !== 404) throw error;
+      });
+  }
 }

@@ -98,3 +98,26 @@ describeWithEngine('two installations given one instance on one engine (real eng
     await unknown.shutdown();
   });
 });
+
+describeWithEngine("a network another installation left with nothing on it (real engine)", () => {
+  it('is removed and made again by the next installation on the instance, which then starts', async () => {
+    const gone = await testScheduler({ installation: A });
+    try {
+      await gone.scheduler.prepare();
+      await gone.scheduler.shutdown();
+      const network = gone.options.network ?? '';
+      expect((await gone.docker.getNetwork(network).inspect()).Labels).toMatchObject({ [LABELS.installation]: A });
+
+      // A fresh installation with the same settings (its data and key were deleted): nothing of A runs.
+      const fresh = new DockerScheduler({ ...gone.options, installation: B });
+      await expect(fresh.prepare()).resolves.toBeUndefined();
+      expect((await gone.docker.getNetwork(network).inspect()).Labels).toMatchObject({ [LABELS.installation]: B });
+      const spec = webSpec();
+      await expect(fresh.start(spec)).resolves.toBe('up');
+      await fresh.stop(spec.id);
+      await fresh.shutdown();
+    } finally {
+      await gone.cleanUp();
+    }
+  });
+});

@@ -100,6 +100,7 @@ function problemsOf(packed, manifest) {
     const forbidden = FORBIDDEN.find(([pattern]) => pattern.test(path));
     if (forbidden) problems.push(`${path}: ${forbidden[1]} is not shipped`);
     if (path.startsWith('src/') && !path.endsWith('.ts')) problems.push(`${path}: only TypeScript sources (for the maps) are shipped from src/`);
+    if (path.startsWith('dist/') && !/\.(js|d\.ts)(\.map)?$/.test(path)) problems.push(`${path}: dist/ ships compiled output only (.js, .d.ts and their maps)`);
     if (manifest.types && path.startsWith('dist/') && path.endsWith('.js') && !paths.has(path.replace(/\.js$/, '.d.ts'))) problems.push(`${path} has no declarations`);
     if (EXECUTABLE.test(path) && (RUNTIME_FILES[manifest.name] ?? []).includes(path) && ((modes.get(path) ?? 0) & 0o111) === 0) problems.push(`${path} is not executable`);
   }
@@ -138,7 +139,8 @@ function main() {
     for (const problem of problems) say(`  ${packed.name}: ${problem}`);
     failed ||= problems.length > 0;
   }
-  process.stdout.write(`${results.length} tarballs, ${kB(total)}, in ${relative(process.cwd(), out) || '.'}\n`);
+  const where = relative(process.cwd(), out);
+  process.stdout.write(`${results.length} tarballs, ${kB(total)}, in ${where.startsWith('..') ? out : where || '.'}\n`);
   if (failed) {
     say('pack: the tarballs above do not hold what they should');
     process.exit(1);

@@ -2,11 +2,11 @@
 // `npm run pack`: compiles the packages (tsc -b, as `npm run build`), then writes one tarball
 // per package of the workspace into artifacts/packages/ (or the folder given with --out), the
 // files `npm install <tarball>` and `npm publish <tarball>` take, and checks what each holds:
-// package.json, README.md, LICENSE, the compiled JavaScript with its declarations and maps,
-// the TypeScript sources the maps point to, the files a package reads at run time (the
-// buildpacks, the stack image's script, the dashboard's pages), and nothing else: no test,
-// no tsbuildinfo, no output left by a source since removed. Prints one line per tarball
-// (name, packed and unpacked size, files); a problem stops it with status 1.
+// package.json, README.md, LICENSE, CHANGELOG.md, the compiled JavaScript with its
+// declarations and maps, the TypeScript sources the maps point to, the files a package reads
+// at run time (the buildpacks, the stack image's script, the dashboard's pages), and nothing
+// else: no test, no tsbuildinfo, no output left by a source since removed. Prints one line
+// per tarball (name, packed and unpacked size, files); a problem stops it with status 1.
 //
 // Usage: node scripts/pack.mjs [--out DIR] [--no-build]
 import { spawnSync } from 'node:child_process';
@@ -93,7 +93,7 @@ function problemsOf(packed, manifest) {
   const paths = new Set(packed.files.map((file) => file.path));
   const modes = new Map(packed.files.map((file) => [file.path, file.mode]));
   const problems = [];
-  for (const needed of ['package.json', 'README.md', 'LICENSE', ...entryPoints(manifest), ...(RUNTIME_FILES[manifest.name] ?? [])]) {
+  for (const needed of ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md', ...entryPoints(manifest), ...(RUNTIME_FILES[manifest.name] ?? [])]) {
     if (!paths.has(needed)) problems.push(`${needed} is missing`);
   }
   for (const path of paths) {

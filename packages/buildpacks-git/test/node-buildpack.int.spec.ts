@@ -43,7 +43,8 @@ describe.each(shellsToTest())('the Node.js buildpack under %s', (shell: Shell) =
     await packLocalPackage(vendor, 'greet', "module.exports = (name) => 'hello ' + name;\n");
     await packLocalPackage(vendor, 'shout', 'module.exports = (text) => text.toUpperCase();\n');
     await packLocalPackage(vendor, 'extra', 'module.exports = 42;\n');
-  });
+    // Three `npm pack` runs: seconds each on a loaded machine, past jest's default 5 s.
+  }, STEP_TIMEOUT_MS);
 
   afterAll(async () => {
     await rm(vendor, { recursive: true, force: true });

@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
-import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { TEST_DATABASE_URL, createScratchDatabase, type ScratchDatabase } from '../../persistence-typeorm/test/support/postgres';
@@ -9,7 +8,7 @@ import { DATA_DIR_LOCK_FILE } from '../src/data-dir-lock';
 import { startController, type ControllerProcess } from './processes/controller-process';
 import { call, callUntil, registerAndLogin } from './processes/http';
 import { buildWorkspace, type WorkspaceBuild } from './processes/workspace-build';
-import { inlineNode } from './support';
+import { inlineNode, viaRouter } from './support';
 
 jest.setTimeout(180_000);
 
@@ -78,19 +77,6 @@ function running(pid: number): boolean {
   }
 }
 
-function routerGet(port: number, host: string): Promise<{ status: number; release: null; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port, path: '/', headers: { Host: host }, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, release: null, body: text }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
-
 /** Starts a controller that must be refused: resolves with what it printed and how it exited. */
 async function refusedStart(env: Record<string, string>): Promise<string> {
   const error = await startController(build, { env }).then(
@@ -123,9 +109,9 @@ describe('one controller per data directory, with real controller processes', ()
       const holder = await lockRecord();
       expect(holder).toMatchObject({ pid: first.pid, host: '127.0.0.1', ports: { api: Number(new URL(first.url).port), git: null } });
       const routerPort = holder.ports.router as number;
-      const up = await callUntil(() => routerGet(routerPort, 'held.localhost'), (reply) => reply.status === 200, 60_000);
+      const up = await callUntil(() => viaRouter(routerPort, 'held'), (reply) => reply.status === 200, 60_000);
       expect(up).toMatchObject({ status: 200 });
-      const appPid = Number((up as { body: string }).body);
+      const appPid = Number((up as { text: string }).text);
       const groups = await recordedGroups();
       expect(groups.map((group) => group.app)).toEqual(['held']);
       const files = await tree(dataDir);
@@ -146,7 +132,7 @@ describe('one controller per data directory, with real controller processes', ()
       expect(await readdir(join(dataDir, 'processes'))).toEqual(records);
       expect(await lockRecord()).toEqual(holder);
       for (const group of groups) expect(running(group.pid)).toBe(true);
-      expect(await routerGet(routerPort, 'held.localhost')).toMatchObject({ status: 200, body: String(appPid) });
+      expect(await viaRouter(routerPort, 'held')).toMatchObject({ status: 200, text: String(appPid) });
       const containers = await call(first.url, 'GET', '/v1/apps/held/containers/', token);
       expect((containers.body as { results: Array<{ state: string }> }).results.map((c) => c.state)).toEqual(['up']);
 

@@ -24,13 +24,13 @@ export async function call(baseUrl: string, method: string, path: string, token:
 }
 
 /** Calls until `accept` says yes or `timeoutMs` passes; resolves with the last reply or error. */
-export async function callUntil(
-  attempt: () => Promise<Reply>,
-  accept: (reply: Reply) => boolean,
+export async function callUntil<T = Reply>(
+  attempt: () => Promise<T>,
+  accept: (reply: T) => boolean,
   timeoutMs: number,
-): Promise<Reply | Error> {
+): Promise<T | Error> {
   const deadline = Date.now() + timeoutMs;
-  let last: Reply | Error = new Error('not called');
+  let last: T | Error = new Error('not called');
   while (Date.now() < deadline) {
     try {
       last = await attempt();

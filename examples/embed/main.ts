@@ -33,6 +33,8 @@ async function main(dataDir: string): Promise<void> {
   //    PostgreSQL). migrate() creates or updates the tables; it is safe to call on every start.
   const database = await createDatabase({ dataDir });
   await database.migrate();
+  // The apps' logs, one file per app; the store keeps the recent files open: close it at the end.
+  const logs = new FileLogStore(join(dataDir, 'logs'));
 
   try {
     // 2. One adapter per port. The secret key seals certificate private keys: keep it stable
@@ -40,7 +42,7 @@ async function main(dataDir: string): Promise<void> {
     const deps: CoreDependencies = {
       uow: database.uow,
       scheduler: new MemoryScheduler(),
-      logs: new FileLogStore(join(dataDir, 'logs')),
+      logs,
       keyParser: new Ssh2PublicKeyParser(),
       certificateParser: new ForgeCertificateParser(),
       passwords: new ScryptPasswordHasher(),
@@ -88,6 +90,7 @@ async function main(dataDir: string): Promise<void> {
       console.log(`refused: ${error.code} (${error.kind})`);
     }
   } finally {
+    await logs.close();
     await database.close();
   }
 }

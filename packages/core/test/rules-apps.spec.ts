@@ -44,7 +44,7 @@ describe('assertValidAppId', () => {
     expect(idErrors(42)).toEqual(['Not a valid string.']);
   });
 
-  it.each([['svc'], ['controller'], ['api'], ['www'], ['router']])('refuses the default reserved name %p', (id) => {
+  it.each([['svc'], ['controller'], ['api'], ['www'], ['router'], ['dashboard'], ['admin'], ['git'], ['mail'], ['autodiscover'], ['autoconfig']])('refuses the default reserved name %p', (id) => {
     expect(idErrors(id)).toEqual([`${id} is a reserved name.`]);
   });
 

@@ -36,7 +36,7 @@ describe('loadConfig', () => {
     });
     expect(config.settings).toMatchObject({
       platformDomain: 'localhost',
-      reservedAppNames: ['svc', 'controller', 'api', 'www', 'router'],
+      reservedAppNames: expect.arrayContaining(['svc', 'controller', 'api', 'www', 'router', 'dashboard', 'admin', 'git', 'mail', 'autodiscover']),
       registrationMode: 'enabled',
       tokenTtlSeconds: null,
       scaleMaxPerType: 100,

@@ -89,7 +89,14 @@ export interface Settings {
 /** The defaults SPEC.md gives for every setting, and the platform's for the limits it adds. */
 export const DEFAULT_SETTINGS: Settings = Object.freeze({
   platformDomain: 'localhost',
-  reservedAppNames: Object.freeze(['svc', 'controller', 'api', 'www', 'router']),
+  // The platform's own names first, then names that look like the platform's or a mail
+  // provider's own hosts (clients probe autodiscover and autoconfig for credentials): an app
+  // under such a name would get the platform's look, and a certificate for it.
+  reservedAppNames: Object.freeze([
+    'svc', 'controller', 'api', 'www', 'router',
+    'admin', 'dashboard', 'console', 'git', 'ssh', 'registry', 'status', 'metrics', 'acme', 'login', 'auth', 'static', 'cdn', 'docs', 'help', 'support',
+    'mail', 'webmail', 'smtp', 'imap', 'pop', 'pop3', 'mx', 'autodiscover', 'autoconfig', 'ns', 'ns1', 'ns2', 'ftp',
+  ]),
   registrationMode: 'enabled',
   tokenTtlSeconds: null,
   scaleMaxPerType: 100,

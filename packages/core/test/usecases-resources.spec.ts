@@ -408,7 +408,7 @@ describe('certificates', () => {
   it('refuses a second certificate for the same common name with AlreadyExists on common_name', async () => {
     const world = new World();
     const alice = await tenant(world, 'alice', ALICE_DOMAINS);
-    const bob = await tenant(world, 'bob', ['b.example.com']);
+    const bob = await tenant(world, 'bob', ['b.example.net']);
     const body = { certificate: pem('www.example.com'), key: fakePrivateKeyPem('www.example.com') };
     await world.useCases.addCertificate.execute(alice, body, '1.7');
     // A collaborator manages the app's domains too.
@@ -425,9 +425,9 @@ describe('certificates', () => {
       const world = new World();
       const root = await world.actor('root', { admin: true });
       const alice = await tenant(world, 'alice', ALICE_DOMAINS);
-      const bob = await tenant(world, 'bob', ['b.example.com']);
+      const bob = await tenant(world, 'bob', ['b.example.net']);
       await world.useCases.addCertificate.execute(alice, { certificate: pem('a.example.com'), key: fakePrivateKeyPem('a.example.com') }, '1.7');
-      await world.useCases.addCertificate.execute(bob, { certificate: pem('b.example.com'), key: fakePrivateKeyPem('b.example.com') }, '1.7');
+      await world.useCases.addCertificate.execute(bob, { certificate: pem('b.example.net'), key: fakePrivateKeyPem('b.example.net') }, '1.7');
       return { world, alice, bob, root };
     }
 
@@ -437,7 +437,7 @@ describe('certificates', () => {
       expect((await world.useCases.listCertificates.execute(alice, PAGE)).items.map((c) => c.commonName)).toEqual(['a.example.com']);
       expect((await world.useCases.listCertificates.execute(root, PAGE)).items.map((c) => c.commonName)).toEqual([
         'a.example.com',
-        'b.example.com',
+        'b.example.net',
       ]);
     });
 
@@ -453,7 +453,7 @@ describe('certificates', () => {
 
       expect(await rejectionOf(world.useCases.removeCertificate.execute(bob, 'a.example.com'))).toBeInstanceOf(NotFound);
       await world.useCases.removeCertificate.execute(alice, 'a.example.com');
-      await world.useCases.removeCertificate.execute(root, 'b.example.com');
+      await world.useCases.removeCertificate.execute(root, 'b.example.net');
 
       expect(world.uow.snapshot().certificates).toEqual([]);
     });

@@ -27,3 +27,15 @@ export function normalizeDomain(raw: unknown, platformDomain: string): string {
   }
   return domain;
 }
+
+/**
+ * The domains a (normalised) custom domain is under, nearest first, down to two labels:
+ * `a.shop.example.com` → `shop.example.com`, `example.com`. Whoever holds one of them holds
+ * the names under it (see ADR 0037).
+ */
+export function parentDomains(domain: string): string[] {
+  const labels = domain.split('.');
+  const parents: string[] = [];
+  for (let start = 1; labels.length - start >= 2; start += 1) parents.push(labels.slice(start).join('.'));
+  return parents;
+}

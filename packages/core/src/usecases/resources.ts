@@ -1,15 +1,16 @@
 import { AlreadyExists, Forbidden, NotFound, RequestRejected, ValidationFailed } from '../errors';
-import type { App, Certificate, Domain, Key, User } from '../model/entities';
+import type { Certificate, Domain, Key, User } from '../model/entities';
 import type { Page, PageRequest } from '../model/pagination';
 import { assertPageExists, sliceOf } from '../model/pagination';
 import type { Repositories } from '../ports/repositories';
-import { canAdministerApp, canSeeApp, isAdmin } from '../rules/apps';
+import { canAdministerApp, isAdmin } from '../rules/apps';
 import { normalizeDomain } from '../rules/domains';
 import { assertDomainQuota } from '../rules/quotas';
 import { FieldErrorCollector, bodyObject, optionalString, requiredString } from '../rules/fields';
 import { policyFor, type ApiVersion } from '../version/policy';
 import { loadAdministeredApp, loadVisibleApp, logEvent, pageUnderApp, type Actor, type CoreDependencies } from './context';
 import { journal } from './journal';
+import { assertMayClaimDomain, mayManageApp } from './domain-ownership';
 
 /** Lists an app's custom domains. */
 export class ListDomains {
@@ -26,12 +27,16 @@ export class ListDomains {
 export class AddDomain {
   constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'ids' | 'settings' | 'logs'>) {}
 
-  /** @throws ValidationFailed; AlreadyExists('domain'); QuotaExceeded (domains per app); NotFound, AppNotVisible */
+  /**
+   * A name under a domain that an app of another owner holds needs someone who manages that app (ADR 0037).
+   * @throws ValidationFailed; AlreadyExists('domain'); Forbidden (DOMAIN.NOT_CONTROLLED); QuotaExceeded (domains per app); NotFound, AppNotVisible
+   */
   async execute(actor: Actor, appId: string, body: unknown): Promise<Domain> {
     const domain = await this.deps.uow.transaction(async (repos) => {
       const app = await loadVisibleApp(repos, actor, appId, true);
       const name = normalizeDomain(bodyObject(body).domain, this.deps.settings.platformDomain);
       if (await repos.domains.find(name)) throw new AlreadyExists('domain');
+      await assertMayClaimDomain(repos, actor.user, app, name);
       assertDomainQuota((await repos.domains.listForApp(app.id, { offset: 0, limit: 1 })).count, this.deps.settings.quotas);
       const now = this.deps.clock.now();
       const domain: Domain = { uuid: this.deps.ids.uuid(), app: app.id, domain: name, owner: actor.user.username, created: now, updated: now };
@@ -212,12 +217,6 @@ export class GetCertificate {
   }
 }
 
-/** Whether the user may manage the app's domains and certificates: owner, collaborator or administrator. */
-async function mayManage(repos: Repositories, app: App | null, user: User): Promise<boolean> {
-  if (app === null) return false;
-  return canAdministerApp(app, user) || canSeeApp(app, user, await repos.permissions.has(app.id, user.username));
-}
-
 /**
  * Whether a certificate name (a host name, or a wildcard `*.<name>`) belongs to the user: a
  * custom domain of an app they may manage; the platform host of such an app
@@ -232,11 +231,11 @@ export async function userControlsName(repos: Repositories, user: User, name: st
   if (host.endsWith(`.${platform}`)) {
     const labels = host.slice(0, -platform.length - 1).split('.');
     const appId = labels[labels.length - 1] as string;
-    return appId !== '*' && (await mayManage(repos, await repos.apps.findById(appId), user));
+    return appId !== '*' && (await mayManageApp(repos, await repos.apps.findById(appId), user));
   }
   if (host.includes('*')) return false;
   const domain = await repos.domains.find(host);
-  return domain !== null && (await mayManage(repos, await repos.apps.findById(domain.app), user));
+  return domain !== null && (await mayManageApp(repos, await repos.apps.findById(domain.app), user));
 }
 
 const COMMON_NAME_PATTERN = /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i;

@@ -44,18 +44,6 @@ export class BuildCaches {
     return dir;
   }
 
-  /**
-   * Empties the app's cache when it takes more than `limitBytes`; resolves with the bytes it
-   * took when it was emptied, else null.
-   */
-  async enforce(appUuid: string, limitBytes: number): Promise<number | null> {
-    const dir = this.directory(appUuid);
-    const used = await treeBytes(dir);
-    if (used <= limitBytes) return null;
-    for (const name of await readdir(dir)) await rm(join(dir, name), { recursive: true, force: true });
-    return used;
-  }
-
   /** Removes the app's cache; a missing one is fine. */
   async remove(appUuid: string): Promise<void> {
     await rm(this.directory(appUuid), { recursive: true, force: true });

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chown, mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { buildFailed, CONFIG_KEY_PATTERN, formatBytes, type CompileRequest, type CompileSession, type CompiledSource, type InstalledBuildpack, type SourceCompiler } from '@svc/core';
+import { buildFailed, CONFIG_KEY_PATTERN, type CompileRequest, type CompileSession, type CompiledSource, type InstalledBuildpack, type SourceCompiler } from '@svc/core';
 import { BuildCaches } from './build-cache';
+import { BuildDisks } from './build-disks';
 import { describeStepEnd, startStep, type RunningStep, type StepOutcome } from './build-step';
 import { formatSeconds, niceForCpuShares } from './limits';
 import type { LentUser } from './app-users';
@@ -44,8 +45,17 @@ export interface ProcessSourceCompilerOptions {
   stepTimeoutMs?: number;
   /** The longest all the steps of one build together may run. Default 15 minutes. */
   buildTimeoutMs?: number;
-  /** The most a build cache may hold after a compile; a larger one is emptied. Default 1 GiB. */
+  /**
+   * The most a build cache may hold (`BUILD_CACHE_LIMIT_MB`): its file system's size while the
+   * build runs (writes past it fail); a build over it is refused and its cache not kept; 0 keeps
+   * none. Default 1 GiB.
+   */
   cacheLimitBytes?: number;
+  /**
+   * The most the compiled app directory may take (`BUILD_IMAGE_LIMIT_MB`): its file system's
+   * size while the build runs; a build over it is refused and nothing of it kept. Default 2 GiB.
+   */
+  imageLimitBytes?: number;
   /** The most bytes of output one compile may print. Default 8 MiB. */
   outputLimitBytes?: number;
 }
@@ -65,7 +75,7 @@ export class ProcessSourceCompiler implements SourceCompiler {
   private readonly tmpRoot: string;
   /** The caches of the builds in progress. */
   private readonly building = new Set<string>();
-  readonly limits: { memoryBytes: number | null; cpuShares: number | null; nice: number; stepMs: number; buildMs: number; cacheBytes: number; outputBytes: number };
+  readonly limits: { memoryBytes: number | null; cpuShares: number | null; nice: number; stepMs: number; buildMs: number; cacheBytes: number; imageBytes: number; outputBytes: number };
 
   constructor(private readonly options: ProcessSourceCompilerOptions) {
     const dataDir = resolve(options.dataDir);
@@ -78,6 +88,7 @@ export class ProcessSourceCompiler implements SourceCompiler {
       stepMs: options.stepTimeoutMs ?? 10 * 60_000,
       buildMs: options.buildTimeoutMs ?? 15 * 60_000,
       cacheBytes: options.cacheLimitBytes ?? 1024 ** 3,
+      imageBytes: options.imageLimitBytes ?? 2 * 1024 ** 3,
       outputBytes: options.outputLimitBytes ?? 8 * 1024 ** 2,
     };
   }
@@ -119,11 +130,12 @@ export class ProcessSourceCompiler implements SourceCompiler {
         await giveTree(directory, user.uid);
       }
       const cache = await this.caches.open(request.appUuid, user.uid);
+      const disks = await BuildDisks.open(tmp, directory, cache, home, { imageBytes: this.limits.imageBytes, cacheBytes: this.limits.cacheBytes });
       const release = async (): Promise<void> => {
         this.building.delete(uuid);
         await user.release();
       };
-      return new ProcessCompileSession(this, request, directory, { ...user, release }, { tmp, envDir, home, cache });
+      return new ProcessCompileSession(this, request, directory, { ...user, release }, { tmp, envDir, home, disks });
     } catch (error) {
       await rm(tmp, { recursive: true, force: true });
       this.building.delete(uuid);
@@ -145,11 +157,6 @@ export class ProcessSourceCompiler implements SourceCompiler {
   async removeApp(_app: string, appUuid: string): Promise<void> {
     await this.caches.remove(appUuid);
   }
-
-  /** Empties the app's cache past its limit; the bytes it held when emptied, else null. */
-  enforceCache(appUuid: string): Promise<number | null> {
-    return this.caches.enforce(appUuid, this.limits.cacheBytes);
-  }
 }
 
 /** The host directories of one build. */
@@ -157,7 +164,8 @@ interface BuildDirectories {
   tmp: string;
   envDir: string;
   home: string;
-  cache: string;
+  /** BUILD_DIR and CACHE_DIR, bounded by the limits. */
+  disks: BuildDisks;
 }
 
 /** One build's steps, run one after the other. */
@@ -187,10 +195,9 @@ class ProcessCompileSession implements CompileSession {
   async compile(buildpack: InstalledBuildpack, output: (line: string) => void): Promise<void> {
     const paths = this.paths();
     const outcome = await this.step(buildpack, 'compile', [paths.cache, paths.env], this.compiler.limits.outputBytes, (line) => output(line));
-    const emptied = await this.compiler.enforceCache(this.request.appUuid);
-    if (emptied !== null) {
-      output(`The build cache held ${formatBytes(emptied)}, more than its limit of ${formatBytes(this.compiler.limits.cacheBytes)}: it was emptied, and the next build starts without it.`);
-    }
+    // Past a limit, the step's own failure is what the limit made of it (a write that failed).
+    const over = await this.dirs.disks.overLimit();
+    if (over !== null) throw buildFailed(over);
     if (outcome.killedFor !== null || outcome.status.code !== 0) {
       throw buildFailed(`bin/compile of the buildpack ${buildpack.name} ${describeStepEnd(outcome)}`);
     }
@@ -208,6 +215,15 @@ class ProcessCompileSession implements CompileSession {
   async finish(_output: (line: string) => void): Promise<CompiledSource> {
     this.assertOpen();
     this.closed = true;
+    try {
+      const over = await this.dirs.disks.overLimit();
+      if (over !== null) throw buildFailed(over);
+      await this.dirs.disks.keep();
+    } catch (error) {
+      if (this.user.uid !== null) await giveTree(this.directory, 0).catch(() => undefined);
+      await this.cleanUp().catch(() => undefined);
+      throw error;
+    }
     await this.cleanUp();
     return { image: null, workdir: this.directory };
   }
@@ -225,9 +241,10 @@ class ProcessCompileSession implements CompileSession {
     }
   }
 
-  /** Removes the build's config and home, and gives the app's user back. */
+  /** Removes the build's file systems, config and home, and gives the app's user back. */
   private async cleanUp(): Promise<void> {
     try {
+      await this.dirs.disks.remove();
       await rm(this.dirs.tmp, { recursive: true, force: true });
     } finally {
       await this.user.release();
@@ -241,7 +258,7 @@ class ProcessCompileSession implements CompileSession {
 
   /** BUILD_DIR, CACHE_DIR, ENV_DIR and HOME as the steps see them. */
   private paths(): { build: string; cache: string; env: string; home: string } {
-    if (this.user.sandbox === null) return { build: this.directory, cache: this.dirs.cache, env: this.dirs.envDir, home: this.dirs.home };
+    if (this.user.sandbox === null) return { build: this.dirs.disks.appPath, cache: this.dirs.disks.cachePath, env: this.dirs.envDir, home: this.dirs.disks.homePath };
     return { build: APP_MOUNT, cache: BUILD_PATHS.cache, env: BUILD_PATHS.env, home: BUILD_PATHS.home };
   }
 
@@ -271,15 +288,15 @@ class ProcessCompileSession implements CompileSession {
         throw buildFailed(`bin/${name} of the buildpack ${buildpack.name} could not be started: its cgroup could not be made: ${error instanceof Error ? error.message : String(error)}`);
       }
       const binds: SandboxBind[] = [
-        { host: this.dirs.cache, path: BUILD_PATHS.cache, writable: true },
+        { host: this.dirs.disks.cachePath, path: BUILD_PATHS.cache, writable: true },
         { host: this.dirs.envDir, path: BUILD_PATHS.env, writable: false },
-        { host: this.dirs.home, path: BUILD_PATHS.home, writable: true },
+        { host: this.dirs.disks.homePath, path: BUILD_PATHS.home, writable: true },
         { host: resolve(buildpack.directory), path: BUILD_PATHS.buildpack, writable: false },
       ];
       sandboxed = sandbox.command({
         app: this.request.app,
         uid: this.user.uid,
-        hostDir: this.directory,
+        hostDir: this.dirs.disks.appPath,
         command,
         nice: limits.nice,
         etcDir: this.user.etcDir,
@@ -293,7 +310,7 @@ class ProcessCompileSession implements CompileSession {
     try {
       running = await startStep({
         command,
-        cwd: this.directory,
+        cwd: this.dirs.disks.appPath,
         sandboxed,
         env,
         nice: limits.nice,

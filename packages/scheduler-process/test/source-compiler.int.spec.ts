@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { lstat, readdir, readFile, stat } from 'node:fs/promises';
+import { lstat, readdir, readFile, stat, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RequestRejected } from '@svc/core';
 import { aRun } from './support/fixtures';
@@ -149,7 +149,7 @@ echo "cgroup $(cat /proc/self/cgroup | grep -E 'memory|^0::' | head -1)"`,
     expect(run).toEqual({ exitCode: 0, output: 'true local dependency\n' });
   });
 
-  it("keeps an app's cache across its builds, shows it to no other app, empties it past the limit and removes it with the app", async () => {
+  it("keeps an app's cache across its builds, shows it to no other app, refuses a build over the limit keeping the previous cache, and removes it with the app", async () => {
     await t.setUp({ cacheLimitBytes: 256 * 1024 });
     const counting = await fixtureBuildpack('counting', {
       compile: `n=$(cat "$2/count" 2>/dev/null || echo 0); echo $((n + 1)) > "$2/count"; echo "build $((n + 1))"; ls -A "$2" | tr '\\n' ' '; echo
@@ -158,8 +158,13 @@ if [ -n "$(cat "$3/BIG" 2>/dev/null)" ]; then head -c 1048576 /dev/zero > "$2/bi
     const build = async (app: string, env: Record<string, string> = {}): Promise<string[]> => {
       const session = await t.compiler.open(await t.checkout(app, { 'a.txt': 'a' }, env));
       const output: string[] = [];
-      await session.compile(counting, (line) => output.push(line));
-      await session.finish(() => undefined);
+      try {
+        await session.compile(counting, (line) => output.push(line));
+        await session.finish(() => undefined);
+      } catch (error) {
+        await session.discard();
+        throw Object.assign(error as Error, { output });
+      }
       return output;
     };
 
@@ -177,11 +182,14 @@ if [ -n "$(cat "$3/BIG" 2>/dev/null)" ]; then head -c 1048576 /dev/zero > "$2/bi
     expect(pried.join('\n')).toMatch(/No such file or directory[\s\S]*No such file or directory/);
     expect(pried.filter((line) => !/No such file/.test(line))).toEqual(['buildpack', 'cache', 'env', 'home', 'done']);
 
-    const over = await build('myapp', { BIG: 'yes' });
-    expect(over).toContain('build 3');
-    expect(over.at(-1)).toMatch(/^The build cache held 1(\.\d+)? MiB, more than its limit of 256.0 KiB: it was emptied/);
-    expect(await readdir(t.cacheDir('myapp'))).toEqual([]);
-    expect(await build('myapp')).toContain('build 1');
+    await expect(build('myapp', { BIG: 'yes' })).rejects.toMatchObject({
+      code: 'BUILD.FAILED',
+      message: expect.stringMatching(/the build cache took 1(\.\d+)? MiB, over BUILD_CACHE_LIMIT_MB=0\.25 \(writes past it fail\): nothing of this build's cache is kept, the previous one stays/),
+      output: expect.arrayContaining(['build 3']),
+    });
+    // The refused build's cache is not kept: the next one starts from the second one's.
+    expect(await readdir(t.cacheDir('myapp'))).toEqual(['count']);
+    expect(await build('myapp')).toContain('build 3');
 
     await t.compiler.removeApp('myapp', t.uuid('myapp'));
     expect(existsSync(t.cacheDir('myapp'))).toBe(false);
@@ -243,5 +251,74 @@ if [ -n "$(cat "$3/BIG" 2>/dev/null)" ]; then head -c 1048576 /dev/zero > "$2/bi
     // A discarded checkout is given back to the controller: no process of the app can write there.
     expect((await stat(chattyCheckout.directory)).uid).toBe(0);
     expect((await stat(join(chattyCheckout.directory, 'a.txt'))).uid).toBe(0);
+  });
+
+  describe('disk written by a build: BUILD_IMAGE_LIMIT_MB and BUILD_CACHE_LIMIT_MB met while it runs', () => {
+    const MIB = 1024 * 1024;
+    /** The most the file system of a limit holds: the limit, a sixteenth for its tables, 8 MiB. */
+    const bound = (limit: number): number => limit + limit / 16 + 8 * MIB;
+    /** A compile that writes 512 MiB of zeros to `$where/big` (going on past a failed write), then prints the size it got. */
+    const writer = (where: string): string => `head -c 536870912 /dev/zero > "${where}/big"; echo "head exit $?"; echo "wrote $(wc -c < "${where}/big")"; exit 0`;
+    /** Every mount of this machine under the test's data directory. */
+    const mountsUnder = async (dir: string): Promise<string[]> => (await readFile('/proc/mounts', 'utf8')).split('\n').filter((line) => line.includes(dir));
+    const attempt = async (app: string, body: string, env: Record<string, string> = {}): Promise<{ error: unknown; output: string[]; directory: string }> => {
+      const buildpack = await fixtureBuildpack('writer', { compile: body });
+      const request = await t.checkout(app, { 'a.txt': 'a', Procfile: 'web: true\n' }, env);
+      const session = await t.compiler.open(request);
+      const output: string[] = [];
+      try {
+        await session.compile(buildpack, (line) => output.push(line));
+        await session.finish(() => undefined);
+        return { error: null, output, directory: request.directory };
+      } catch (error) {
+        await session.discard();
+        return { error, output, directory: request.directory };
+      }
+    };
+    const wrote = (output: string[]): number => Number(/^wrote (\d+)$/.exec(output.find((line) => line.startsWith('wrote ')) ?? '')?.[1] ?? NaN);
+
+    it('stops a compile writing a big app directory at the limit (ENOSPC), refuses the build with its figures and keeps nothing of it', async () => {
+      await t.setUp({ imageLimitBytes: 16 * MIB });
+      const before = (await statfs(t.dataDir)).bavail * (await statfs(t.dataDir)).bsize;
+      const { error, output, directory } = await attempt('bigapp', writer('$1'));
+
+      expect(output.join('\n')).toContain('No space left on device');
+      expect(output).not.toContain('head exit 0');
+      // The writer got no more than the limit's file system holds, not the 512 MiB it asked for.
+      expect(wrote(output)).toBeGreaterThan(16 * MIB);
+      expect(wrote(output)).toBeLessThanOrEqual(bound(16 * MIB));
+      expect(error).toMatchObject({ code: 'BUILD.FAILED', message: expect.stringMatching(/the build made (1[6-9]|2[0-5])(\.\d+)? MiB, over BUILD_IMAGE_LIMIT_MB=16: nothing of it is kept/) });
+      expect(existsSync(join(directory, 'big'))).toBe(false);
+      expect(await readdir(join(t.dataDir, 'build-tmp'))).toEqual([]);
+      expect(await mountsUnder(t.dataDir)).toEqual([]);
+      // Nothing of what it wrote takes this machine's disk (other files' tests write beside it: a wide margin).
+      const after = (await statfs(t.dataDir)).bavail * (await statfs(t.dataDir)).bsize;
+      expect(before - after).toBeLessThan(64 * MIB);
+    });
+
+    it('stops a compile writing past the cache limit (ENOSPC), refuses the build with its figures and keeps the previous cache', async () => {
+      await t.setUp({ cacheLimitBytes: 8 * MIB });
+      expect((await attempt('cached', 'echo first > "$2/first"')).error).toBeNull();
+      const { error, output } = await attempt('cached', writer('$2'));
+
+      expect(output.join('\n')).toContain('No space left on device');
+      expect(wrote(output)).toBeGreaterThan(8 * MIB);
+      expect(wrote(output)).toBeLessThanOrEqual(bound(8 * MIB));
+      expect(error).toMatchObject({ code: 'BUILD.FAILED', message: expect.stringMatching(/the build cache took (8|9|1[0-7])(\.\d+)? MiB, over BUILD_CACHE_LIMIT_MB=8 /) });
+      expect(await readdir(t.cacheDir('cached'))).toEqual(['first']);
+      expect(await readdir(join(t.dataDir, 'build-tmp'))).toEqual([]);
+      expect(await mountsUnder(t.dataDir)).toEqual([]);
+    });
+
+    it('bounds HOME, the steps\' scratch, by the image limit, and keeps a build within both limits: its app directory and its cache', async () => {
+      await t.setUp({ imageLimitBytes: 16 * MIB, cacheLimitBytes: 8 * MIB });
+      const { error, output, directory } = await attempt('scratchy', `${writer('$HOME').replace(/; exit 0$/, '')}; rm -f "$HOME/big"; echo made > "$1/made.txt"; echo kept > "$2/kept.txt"`);
+
+      expect(error).toBeNull();
+      expect(wrote(output)).toBeLessThanOrEqual(bound(16 * MIB));
+      expect(await readFile(join(directory, 'made.txt'), 'utf8')).toBe('made\n');
+      expect(await readFile(join(t.cacheDir('scratchy'), 'kept.txt'), 'utf8')).toBe('kept\n');
+      expect(await mountsUnder(t.dataDir)).toEqual([]);
+    });
   });
 });

@@ -9,6 +9,8 @@ export interface BuildpackSettings {
   dir: string | null;
   /** BUILD_CACHE_LIMIT_MB, in bytes: the largest build cache an app keeps between builds; 0 keeps none. */
   cacheLimitBytes: number;
+  /** BUILD_IMAGE_LIMIT_MB, in bytes: the most a buildpack build may make (the image on an engine, the app directory on the process scheduler). */
+  imageLimitBytes: number;
   /** BUILDPACK_NETWORK and BUILDPACK_BRIDGE: the engine network buildpack builds run on, and its Linux bridge when the controller makes it. */
   network: string;
   bridge: string;
@@ -35,7 +37,7 @@ export function buildpackUrlAllow(env: Env): string[] {
   });
 }
 
-/** `BUILDPACKS_DIR` (an existing directory, made absolute) and `BUILD_CACHE_LIMIT_MB` (default 512, 0 to 65536). */
+/** `BUILDPACKS_DIR` (an existing directory, made absolute), `BUILD_CACHE_LIMIT_MB` (default 512, 0 to 65536) and `BUILD_IMAGE_LIMIT_MB` (default 2048, 1 to 1048576, as for Dockerfile builds). */
 export function buildpackSettings(env: Env, integer: (name: string, fallback: number, min: number, max: number) => number): BuildpackSettings {
   const dir = value(env, 'BUILDPACKS_DIR');
   let absolute: string | null = null;
@@ -53,5 +55,11 @@ export function buildpackSettings(env: Env, integer: (name: string, fallback: nu
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]*$/.test(network)) throw new ConfigError('BUILDPACK_NETWORK', `is not a network name: "${network}"`);
   const bridge = value(env, 'BUILDPACK_BRIDGE') || 'svc-build0';
   if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$/.test(bridge)) throw new ConfigError('BUILDPACK_BRIDGE', `must be a Linux interface name of at most 15 characters, got "${bridge}"`);
-  return { dir: absolute, cacheLimitBytes: integer('BUILD_CACHE_LIMIT_MB', 512, 0, 64 * 1024) * 1024 * 1024, network, bridge };
+  return {
+    dir: absolute,
+    cacheLimitBytes: integer('BUILD_CACHE_LIMIT_MB', 512, 0, 64 * 1024) * 1024 * 1024,
+    imageLimitBytes: integer('BUILD_IMAGE_LIMIT_MB', 2048, 1, 1024 * 1024) * 1024 * 1024,
+    network,
+    bridge,
+  };
 }

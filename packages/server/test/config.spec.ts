@@ -620,7 +620,7 @@ describe('loadConfig: metrics', () => {
       const config = loadConfig({});
       expect(config.settings.buildpackUrlAllow).toEqual([]);
       expect(config.settings.releasePhaseTimeoutSeconds).toBe(300);
-      expect(config.buildpacks).toEqual({ dir: null, cacheLimitBytes: 512 * 1024 * 1024, network: 'svc-build', bridge: 'svc-build0' });
+      expect(config.buildpacks).toEqual({ dir: null, cacheLimitBytes: 512 * 1024 * 1024, imageLimitBytes: 2048 * 1024 * 1024, network: 'svc-build', bridge: 'svc-build0' });
     });
 
     it('reads BUILDPACK_NETWORK and BUILDPACK_BRIDGE, and refuses a name the engine or Linux would not take', () => {
@@ -662,6 +662,11 @@ describe('loadConfig: metrics', () => {
       expect(loadConfig({ BUILD_CACHE_LIMIT_MB: '100' }).buildpacks.cacheLimitBytes).toBe(100 * 1024 * 1024);
       expect(failureOf({ BUILD_CACHE_LIMIT_MB: '-1' })?.message).toMatch(/^BUILD_CACHE_LIMIT_MB: /);
       expect(failureOf({ BUILD_CACHE_LIMIT_MB: '65537' })?.message).toMatch(/^BUILD_CACHE_LIMIT_MB: /);
+    });
+
+    it('reads BUILD_IMAGE_LIMIT_MB for buildpack builds of every scheduler, the process one included, and refuses 0', () => {
+      expect(loadConfig({ SCHEDULER: 'process', BUILD_IMAGE_LIMIT_MB: '200' }).buildpacks.imageLimitBytes).toBe(200 * 1024 * 1024);
+      expect(failureOf({ SCHEDULER: 'process', BUILD_IMAGE_LIMIT_MB: '0' })?.message).toMatch(/^BUILD_IMAGE_LIMIT_MB: /);
     });
 
     it('takes BUILDPACKS_DIR as an absolute path to an existing directory, and refuses a missing one or a file', () => {

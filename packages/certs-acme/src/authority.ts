@@ -24,7 +24,12 @@ export interface AcmeAuthorityOptions {
 /** What one issuance heard from the server beyond the library's errors. */
 interface Heard {
   retryAfter: Date | null;
+  /** The server answered that a rate limit was reached. */
+  rateLimited: boolean;
 }
+
+/** The problem type of a rate limit (RFC 8555 §6.7). */
+const RATE_LIMITED = 'urn:ietf:params:acme:error:rateLimited';
 
 const heard = new AsyncLocalStorage<Heard>();
 let listening = false;
@@ -43,9 +48,11 @@ function listenForRetryAfter(ca: string | null): void {
   settings.retryMaxAttempts = 0;
   acme.axios.interceptors.response.use((response) => {
     const store = heard.getStore();
-    if (store !== undefined && (response.status === 429 || response.status === 503)) {
+    if (store === undefined) return response;
+    if (response.status === 429 || response.status === 503) {
       store.retryAfter = retryAfterOf(response.headers['retry-after'], new Date()) ?? store.retryAfter;
     }
+    if (response.status === 429 || (response.data as { type?: unknown } | null)?.type === RATE_LIMITED) store.rateLimited = true;
     return response;
   });
 }
@@ -88,9 +95,9 @@ export class AcmeCertificateAuthority implements CertificateAuthority {
     return (await acme.crypto.createPrivateEcdsaKey('P-256')).toString();
   }
 
-  /** @throws IssuanceFailed with the server's reason and Retry-After. */
+  /** @throws IssuanceFailed with the server's reason, its Retry-After and whether a rate limit was reached. */
   issue(request: IssuanceRequest): Promise<IssuedCertificate> {
-    const state: Heard = { retryAfter: null };
+    const state: Heard = { retryAfter: null, rateLimited: false };
     return heard.run(state, async () => {
       let timer: ReturnType<typeof setTimeout> | undefined;
       const timeout = new Promise<never>((_, reject) => {
@@ -99,7 +106,7 @@ export class AcmeCertificateAuthority implements CertificateAuthority {
       try {
         return await Promise.race([this.order(request), timeout]);
       } catch (error) {
-        throw new IssuanceFailed(reasonOf(error, this.directory), state.retryAfter);
+        throw new IssuanceFailed(reasonOf(error, this.directory), state.retryAfter, state.rateLimited);
       } finally {
         clearTimeout(timer);
       }

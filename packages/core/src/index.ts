@@ -19,6 +19,7 @@ export * from './rules/events';
 export * from './rules/etags';
 export * from './version/policy';
 export * from './rules/acme';
+export * from './rules/acme-turns';
 export * from './rules/apps';
 export * from './rules/build-slots';
 export * from './rules/buildpacks';

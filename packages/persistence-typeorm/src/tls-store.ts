@@ -1,4 +1,4 @@
-import type { TlsName, TlsState, TlsStore } from '@svc/core';
+import type { IssuanceBackoff, TlsName, TlsState, TlsStore } from '@svc/core';
 import type { RawRow } from './rows';
 import type { Session } from './session';
 import { ManagerRunner, readInstant, readInteger, statement, writeInstant, writeOptionalInstant, type Statement } from './sql';
@@ -34,6 +34,19 @@ const REDIRECT_APPS = statement('SELECT "app" FROM "app_tls" WHERE "https_redire
 const SET_REDIRECT = statement(
   'INSERT INTO "app_tls" ("app", "https_redirect") VALUES (?, ?) ON CONFLICT ("app") DO UPDATE SET "https_redirect" = excluded."https_redirect"',
 );
+const BACKOFF = statement('SELECT "name", "failures", "next_attempt", "reason" FROM "acme_backoffs" WHERE "name" = ?');
+const KEEP_BACKOFF = statement(
+  'INSERT INTO "acme_backoffs" ("name", "failures", "next_attempt", "reason") VALUES (?, ?, ?, ?) ' +
+    'ON CONFLICT ("name") DO UPDATE SET "failures" = excluded."failures", "next_attempt" = excluded."next_attempt", "reason" = excluded."reason"',
+);
+const FORGET_BACKOFF = statement('DELETE FROM "acme_backoffs" WHERE "name" = ?');
+const FORGET_BACKOFFS_BEFORE = statement('DELETE FROM "acme_backoffs" WHERE "next_attempt" < ?');
+// One pause for new orders; a later one already recorded (by any process) stays.
+const PAUSE = statement(
+  'INSERT INTO "acme_pauses" ("kind", "until") VALUES (\'new-order\', ?) ' +
+    'ON CONFLICT ("kind") DO UPDATE SET "until" = CASE WHEN "acme_pauses"."until" > excluded."until" THEN "acme_pauses"."until" ELSE excluded."until" END',
+);
+const PAUSED_UNTIL = statement('SELECT "until" FROM "acme_pauses" WHERE "kind" = \'new-order\' AND "until" > ?');
 
 function nameOf(raw: RawRow): TlsName {
   return {
@@ -52,7 +65,7 @@ function nameOf(raw: RawRow): TlsName {
 
 /**
  * TlsStore on TypeORM: tables `tls_names` (with each name's issuance lease),
- * `acme_challenges`, `acme_accounts` and `app_tls`. Every method is one statement, so that
+ * `acme_challenges`, `acme_accounts`, `app_tls`, `acme_backoffs` and `acme_pauses`. Every method is one statement, so that
  * controller processes sharing a PostgreSQL database agree on who issues a name.
  */
 export class TypeOrmTlsStore implements TlsStore {
@@ -147,5 +160,32 @@ export class TypeOrmTlsStore implements TlsStore {
 
   async setHttpsRedirect(app: string, on: boolean): Promise<void> {
     await this.write(SET_REDIRECT, [app, this.session.dialect === 'sqlite' ? (on ? 1 : 0) : on]);
+  }
+
+  async backoff(name: string): Promise<IssuanceBackoff | null> {
+    const [raw] = await this.session.rows<RawRow>(BACKOFF, [name]);
+    if (raw === undefined) return null;
+    return { name: raw.name as string, failures: readInteger(raw.failures), nextAttempt: readInstant(raw.next_attempt), reason: (raw.reason as string | null) ?? null };
+  }
+
+  async keepBackoff(backoff: IssuanceBackoff): Promise<void> {
+    await this.write(KEEP_BACKOFF, [backoff.name, backoff.failures, this.instant(backoff.nextAttempt), backoff.reason]);
+  }
+
+  async forgetBackoff(name: string): Promise<void> {
+    await this.write(FORGET_BACKOFF, [name]);
+  }
+
+  async forgetBackoffsBefore(cutoff: Date): Promise<void> {
+    await this.write(FORGET_BACKOFFS_BEFORE, [this.instant(cutoff)]);
+  }
+
+  async pauseOrders(until: Date): Promise<void> {
+    await this.write(PAUSE, [this.instant(until)]);
+  }
+
+  async ordersPausedUntil(now: Date): Promise<Date | null> {
+    const [raw] = await this.session.rows<RawRow>(PAUSED_UNTIL, [this.instant(now)]);
+    return raw === undefined ? null : readInstant(raw.until);
   }
 }

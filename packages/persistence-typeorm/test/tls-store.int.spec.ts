@@ -89,6 +89,31 @@ function describeTlsStore(dialect: string, open: () => Promise<Pair>): void {
       expect(await tls.httpsRedirect('shop')).toBe(false);
       expect(await tls.httpsRedirectApps()).toEqual(['blog']);
     });
+
+    it('keeps a name\'s back-off after its row is removed, for every process, until it is forgotten', async () => {
+      const tls = pair.first.createTlsStore();
+      await tls.insert(aName('gone.example'));
+      await tls.keepBackoff({ name: 'gone.example', failures: 1, nextAttempt: later(60_000), reason: null });
+      await tls.keepBackoff({ name: 'gone.example', failures: 2, nextAttempt: later(120_000), reason: 'NXDOMAIN' });
+      await tls.remove('gone.example');
+      const other = pair.second.createTlsStore();
+      expect(await other.backoff('gone.example')).toEqual({ name: 'gone.example', failures: 2, nextAttempt: later(120_000), reason: 'NXDOMAIN' });
+      await tls.keepBackoff({ name: 'old.example', failures: 1, nextAttempt: later(1000), reason: null });
+      await other.forgetBackoffsBefore(later(60_000));
+      expect(await tls.backoff('old.example')).toBeNull();
+      expect(await tls.backoff('gone.example')).not.toBeNull();
+      await other.forgetBackoff('gone.example');
+      expect(await tls.backoff('gone.example')).toBeNull();
+    });
+
+    it('pauses new orders for every process until the latest pause recorded', async () => {
+      const tls = pair.first.createTlsStore();
+      expect(await tls.ordersPausedUntil(T0)).toBeNull();
+      await tls.pauseOrders(later(3_600_000));
+      await pair.second.createTlsStore().pauseOrders(later(60_000));
+      expect(await pair.second.createTlsStore().ordersPausedUntil(T0)).toEqual(later(3_600_000));
+      expect(await tls.ordersPausedUntil(later(3_600_000))).toBeNull();
+    });
   });
 }
 

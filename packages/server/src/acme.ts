@@ -25,10 +25,16 @@ export function leaseHolder(): string {
   return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
 }
 
-/** Runs issuance rounds in the background; never two at once in one process. */
+/**
+ * Runs issuance rounds in the background. A round records the names and queues the due ones
+ * (never two rounds doing that at once in one process); the orders then run in the core's
+ * slots (ACME_CONCURRENCY) while later rounds go on, so a new name is queued at once even
+ * while stalled orders take every slot.
+ */
 export class AcmeRounds {
   private timer: ReturnType<typeof setTimeout> | null = null;
   private running: Promise<void> | null = null;
+  private readonly ordering = new Set<Promise<void>>();
   private again = false;
   private stopped = false;
   private readonly renew: RenewCertificates;
@@ -51,7 +57,7 @@ export class AcmeRounds {
     this.kick();
   }
 
-  /** Runs a round soon (after the current one, if one is running). */
+  /** Runs a round soon (after the one being queued, if any). */
   kick(): void {
     if (this.stopped) return;
     if (this.running !== null) {
@@ -73,20 +79,28 @@ export class AcmeRounds {
     });
   }
 
-  /** Stops the rounds; resolves once the one running (if any) ended. */
+  /** Stops the rounds; resolves once the round being queued and the orders running (if any) ended. */
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== null) clearTimeout(this.timer);
     await this.running;
+    await Promise.all([...this.ordering]);
   }
 
   private async round(): Promise<void> {
     try {
-      const round = await this.renew.execute(this.options.holder);
-      if (round.issued.length > 0 || round.failed.length > 0 || round.removed.length > 0) {
-        this.options.logger.info({ issued: round.issued, failed: round.failed, removed: round.removed }, 'automatic HTTPS round');
-      }
-      if (round.issued.length > 0 || round.removed.length > 0) this.options.changed();
+      const started = await this.renew.start(this.options.holder);
+      if (started.removed.length > 0) this.options.changed();
+      const ordering: Promise<void> = started.settled
+        .then((round) => {
+          if (round.issued.length > 0 || round.failed.length > 0 || round.removed.length > 0 || round.paused.length > 0) {
+            this.options.logger.info({ issued: round.issued, failed: round.failed, removed: round.removed, paused: round.paused, waiting: round.waiting }, 'automatic HTTPS round');
+          }
+          if (round.issued.length > 0) this.options.changed();
+        })
+        .catch((error: unknown) => this.options.logger.warn({ err: error }, 'automatic HTTPS order failed; trying again at the next round'))
+        .finally(() => this.ordering.delete(ordering));
+      this.ordering.add(ordering);
     } catch (error) {
       this.options.logger.warn({ err: error }, 'automatic HTTPS round failed; trying again at the next one');
     }

@@ -18,7 +18,7 @@ export interface AcmeConfig {
   ca: string | null;
   /** ACME_INTERVAL_SECONDS: how often the names are looked at (also right after an app or domain changes). */
   intervalMs: number;
-  /** ACME_RENEW_DAYS, ACME_RETRY_BASE_SECONDS, ACME_RETRY_MAX_SECONDS, ACME_LEASE_SECONDS. */
+  /** ACME_RENEW_DAYS, ACME_RETRY_BASE_SECONDS, ACME_RETRY_MAX_SECONDS, ACME_LEASE_SECONDS, ACME_CONCURRENCY, ACME_PENDING_PER_USER. */
   settings: AcmeSettings;
 }
 
@@ -63,6 +63,8 @@ export function acmeConfig(env: Env, integer: Integer): AcmeConfig | null {
       retryMaxSeconds: Math.max(retryBaseSeconds, integer('ACME_RETRY_MAX_SECONDS', DEFAULT_ACME_SETTINGS.retryMaxSeconds, 1, 7 * 24 * 3600)),
       // Longer than one issuance may take (180 s): a lease never runs out under its holder.
       leaseSeconds: integer('ACME_LEASE_SECONDS', DEFAULT_ACME_SETTINGS.leaseSeconds, 200, 3600),
+      concurrency: integer('ACME_CONCURRENCY', DEFAULT_ACME_SETTINGS.concurrency, 1, 64),
+      pendingPerOwner: integer('ACME_PENDING_PER_USER', DEFAULT_ACME_SETTINGS.pendingPerOwner, 1, 1000),
     },
   };
 }

@@ -8,13 +8,13 @@ describe('ACME configuration', () => {
     expect(loadConfig({}).acme).toBeNull();
   });
 
-  it('takes Let\'s Encrypt by name and the defaults: renew 30 days ahead, retry after 5 minutes up to a day', () => {
+  it('takes Let\'s Encrypt by name and the defaults: renew 30 days ahead, retry after 5 minutes up to a day, 4 orders at once, 10 pending names per user', () => {
     expect(loadConfig({ ACME_DIRECTORY_URL: 'letsencrypt-staging' }).acme).toEqual({
       directory: 'https://acme-staging-v02.api.letsencrypt.org/directory',
       email: null,
       ca: null,
       intervalMs: 60_000,
-      settings: { renewBeforeSeconds: 30 * 86_400, retryBaseSeconds: 300, retryMaxSeconds: 86_400, leaseSeconds: 300 },
+      settings: { renewBeforeSeconds: 30 * 86_400, retryBaseSeconds: 300, retryMaxSeconds: 86_400, leaseSeconds: 300, concurrency: 4, pendingPerOwner: 10 },
     });
     expect(loadConfig({ ACME_DIRECTORY_URL: 'letsencrypt' }).acme?.directory).toBe('https://acme-v02.api.letsencrypt.org/directory');
   });
@@ -32,10 +32,12 @@ describe('ACME configuration', () => {
         ACME_RETRY_MAX_SECONDS: '600',
         ACME_INTERVAL_SECONDS: '5',
         ACME_LEASE_SECONDS: '240',
+        ACME_CONCURRENCY: '2',
+        ACME_PENDING_PER_USER: '3',
       }).acme;
       expect(acme).toMatchObject({ directory: 'https://127.0.0.1:14000/dir', email: 'ops@example.com', intervalMs: 5000 });
       expect(acme?.ca).toContain('BEGIN CERTIFICATE');
-      expect(acme?.settings).toEqual({ renewBeforeSeconds: 10 * 86_400, retryBaseSeconds: 60, retryMaxSeconds: 600, leaseSeconds: 240 });
+      expect(acme?.settings).toEqual({ renewBeforeSeconds: 10 * 86_400, retryBaseSeconds: 60, retryMaxSeconds: 600, leaseSeconds: 240, concurrency: 2, pendingPerOwner: 3 });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -47,6 +49,8 @@ describe('ACME configuration', () => {
     ['ACME_EMAIL', 'nobody', /ACME_EMAIL: must be an e-mail address/],
     ['ACME_CA_FILE', '/nonexistent/ca.pem', /ACME_CA_FILE: cannot be read/],
     ['ACME_RENEW_DAYS', '0', /ACME_RENEW_DAYS: must be an integer from 1 to 3650/],
+    ['ACME_CONCURRENCY', '0', /ACME_CONCURRENCY: must be an integer from 1 to 64/],
+    ['ACME_PENDING_PER_USER', 'many', /ACME_PENDING_PER_USER: must be an integer from 1 to 1000/],
   ])('refuses %s=%s with a message naming it', (name, value, message) => {
     expect(() => loadConfig({ ACME_DIRECTORY_URL: 'letsencrypt-staging', [name]: value })).toThrow(message);
   });

@@ -51,10 +51,24 @@ export class IssuanceFailed extends Error {
     readonly reason: string,
     /** The server's Retry-After, when it sent one (rate limits). */
     readonly retryAfter: Date | null = null,
+    /** The server answered that a rate limit was reached (HTTP 429, `urn:ietf:params:acme:error:rateLimited`). */
+    readonly rateLimited = false,
   ) {
     super(reason);
     this.name = 'IssuanceFailed';
   }
+}
+
+/**
+ * A name's failures in a row and its next attempt, kept apart from the name's row so that
+ * removing the name and adding it again (to any app) keeps them.
+ */
+export interface IssuanceBackoff {
+  name: string;
+  failures: number;
+  nextAttempt: Date;
+  /** Why the last attempt failed; null while an attempt runs. */
+  reason: string | null;
 }
 
 /**
@@ -91,4 +105,16 @@ export interface TlsStore {
   /** The apps whose plain HTTP requests are redirected to HTTPS, in one read (the router's listing of every route). */
   httpsRedirectApps(): Promise<string[]>;
   setHttpsRedirect(app: string, on: boolean): Promise<void>;
+  /** The name's kept back-off, or null. */
+  backoff(name: string): Promise<IssuanceBackoff | null>;
+  /** Keeps (or replaces) the name's back-off. */
+  keepBackoff(backoff: IssuanceBackoff): Promise<void>;
+  /** Forgets the name's back-off (after an issuance). */
+  forgetBackoff(name: string): Promise<void>;
+  /** Forgets every back-off whose next attempt is before `cutoff`. */
+  forgetBackoffsBefore(cutoff: Date): Promise<void>;
+  /** Pauses new orders of every process until `until` (a later pause already recorded stays). */
+  pauseOrders(until: Date): Promise<void>;
+  /** Until when new orders are paused, when that is after `now`; else null. */
+  ordersPausedUntil(now: Date): Promise<Date | null>;
 }

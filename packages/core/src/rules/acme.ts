@@ -12,14 +12,23 @@ export interface AcmeSettings {
   retryMaxSeconds: number;
   /** How long one process holds a name while it issues it. */
   leaseSeconds: number;
+  /** How many orders one process runs at once, the owners taking turns (ACME_CONCURRENCY). */
+  concurrency: number;
+  /** How many names of one owner may wait for their first certificate and be ordered; the others wait (ACME_PENDING_PER_USER). */
+  pendingPerOwner: number;
 }
 
-/** The defaults: renew 30 days ahead, retry after 5 minutes doubling up to a day, 5-minute leases. */
+/**
+ * The defaults: renew 30 days ahead, retry after 5 minutes doubling up to a day, 5-minute
+ * leases, four orders at once, ten names per owner ordered before their first certificate.
+ */
 export const DEFAULT_ACME_SETTINGS: AcmeSettings = Object.freeze({
   renewBeforeSeconds: 30 * 24 * 3600,
   retryBaseSeconds: 300,
   retryMaxSeconds: 24 * 3600,
   leaseSeconds: 300,
+  concurrency: 4,
+  pendingPerOwner: 10,
 });
 
 /**

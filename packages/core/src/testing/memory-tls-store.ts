@@ -1,4 +1,4 @@
-import type { TlsStore } from '../ports/acme';
+import type { IssuanceBackoff, TlsStore } from '../ports/acme';
 import type { TlsName } from '../model/tls';
 
 const copy = (row: TlsName): TlsName => ({ ...row, expires: row.expires && new Date(row.expires), nextAttempt: new Date(row.nextAttempt), updated: new Date(row.updated) });
@@ -10,6 +10,8 @@ export class InMemoryTlsStore implements TlsStore {
   readonly challenges = new Map<string, { keyAuthorization: string; name: string; expires: Date }>();
   readonly accounts = new Map<string, string>();
   readonly redirects = new Set<string>();
+  readonly backoffs = new Map<string, IssuanceBackoff>();
+  pausedUntil: Date | null = null;
 
   async list(): Promise<TlsName[]> {
     return [...this.names.values()].sort((a, b) => a.name.localeCompare(b.name)).map(copy);
@@ -84,5 +86,30 @@ export class InMemoryTlsStore implements TlsStore {
   async setHttpsRedirect(app: string, on: boolean): Promise<void> {
     if (on) this.redirects.add(app);
     else this.redirects.delete(app);
+  }
+
+  async backoff(name: string): Promise<IssuanceBackoff | null> {
+    const kept = this.backoffs.get(name);
+    return kept === undefined ? null : { ...kept, nextAttempt: new Date(kept.nextAttempt) };
+  }
+
+  async keepBackoff(backoff: IssuanceBackoff): Promise<void> {
+    this.backoffs.set(backoff.name, { ...backoff, nextAttempt: new Date(backoff.nextAttempt) });
+  }
+
+  async forgetBackoff(name: string): Promise<void> {
+    this.backoffs.delete(name);
+  }
+
+  async forgetBackoffsBefore(cutoff: Date): Promise<void> {
+    for (const [name, kept] of this.backoffs) if (kept.nextAttempt.getTime() < cutoff.getTime()) this.backoffs.delete(name);
+  }
+
+  async pauseOrders(until: Date): Promise<void> {
+    if (this.pausedUntil === null || this.pausedUntil.getTime() < until.getTime()) this.pausedUntil = new Date(until);
+  }
+
+  async ordersPausedUntil(now: Date): Promise<Date | null> {
+    return this.pausedUntil !== null && this.pausedUntil.getTime() > now.getTime() ? new Date(this.pausedUntil) : null;
   }
 }

@@ -18,6 +18,8 @@ import { EventsSqlite1795734000000 } from './sqlite/1795734000000-events';
 import { EventsPostgres1795734000000 } from './postgres/1795734000000-events';
 import { BuildSlotsSqlite1795820400000 } from './sqlite/1795820400000-build-slots';
 import { BuildSlotsPostgres1795820400000 } from './postgres/1795820400000-build-slots';
+import { AcmeFairnessSqlite1796200000033 } from './sqlite/1796200000033-acme-fairness';
+import { AcmeFairnessPostgres1796200000033 } from './postgres/1796200000033-acme-fairness';
 
 type MigrationClass = new () => MigrationInterface;
 
@@ -36,6 +38,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     TlsStateSqlite1764200000000,
     EventsSqlite1795734000000,
     BuildSlotsSqlite1795820400000,
+    AcmeFairnessSqlite1796200000033,
   ],
   postgres: [
     InitialSchemaPostgres1763712000000,
@@ -47,6 +50,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     TlsStatePostgres1764200000000,
     EventsPostgres1795734000000,
     BuildSlotsPostgres1795820400000,
+    AcmeFairnessPostgres1796200000033,
   ],
 };
 

@@ -4,7 +4,7 @@ import { EventStreamWriter, sseFrame } from '../src/event-stream';
 
 const event = (n: number): AuditEvent => ({
   uuid: `00000000-0000-4000-8000-${String(n).padStart(12, '0')}`, created: new Date(Date.UTC(2026, 10, 26)), actor: 'alice', action: 'config.update',
-  app: 'shop', target: `v${n}`, summary: `alice changed A${n}`, requestId: 'r', address: '',
+  app: 'shop', appUuid: '00000000-0000-4000-8000-0000000000aa', target: `v${n}`, summary: `alice changed A${n}`, requestId: 'r', address: '',
 });
 
 /** A response that keeps what is written and reports as unread whatever `unread` says. */

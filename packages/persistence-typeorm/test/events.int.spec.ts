@@ -10,9 +10,12 @@ const T0 = Date.UTC(2026, 10, 26, 10, 0, 0, 0);
 let n = 0;
 const uuid = (): string => `00000000-0000-4000-8000-${(++n).toString(16).padStart(12, '0')}`;
 
+const APP_UUIDS: Record<string, string> = { web: uuid(), other: uuid() };
+
 function event(fields: Partial<AuditEvent>): AuditEvent {
+  const app = fields.app === undefined ? 'web' : fields.app;
   return {
-    uuid: uuid(), created: new Date(T0), actor: 'alice', action: 'config.update', app: 'web', target: 'v2',
+    uuid: uuid(), created: new Date(T0), actor: 'alice', action: 'config.update', app, appUuid: app === null ? null : (APP_UUIDS[app] ?? null), target: 'v2',
     summary: 'alice added FOO', requestId: 'req-1', address: '10.0.0.1', ...fields,
   };
 }
@@ -41,8 +44,8 @@ function describeJournal(name: string, open: () => Promise<{ db: Database; anoth
           isStaff: false, isActive: true, lastLogin: null, dateJoined: new Date(T0),
         });
       }
-      await repos.apps.create({ uuid: uuid(), id: 'web', owner: 'alice', structure: {}, created: new Date(T0), updated: new Date(T0) });
-      await repos.apps.create({ uuid: uuid(), id: 'other', owner: 'bob', structure: {}, created: new Date(T0), updated: new Date(T0) });
+      await repos.apps.create({ uuid: APP_UUIDS.web as string, id: 'web', owner: 'alice', structure: {}, created: new Date(T0), updated: new Date(T0) });
+      await repos.apps.create({ uuid: APP_UUIDS.other as string, id: 'other', owner: 'bob', structure: {}, created: new Date(T0), updated: new Date(T0) });
     });
     afterAll(async () => done());
 
@@ -78,14 +81,14 @@ function describeJournal(name: string, open: () => Promise<{ db: Database; anoth
       expect((await repos.events.list({ since: new Date(T0 + 2500) }, ALL)).items.map((e) => e.uuid)).toEqual([elsewhere.uuid, account.uuid]);
       expect((await repos.events.list({ app: 'web' }, { offset: 1, limit: 1 })).items.map((e) => e.uuid)).toEqual([first.uuid]);
 
-      expect(await repos.events.newest('web')).toBe(second.uuid);
-      expect((await repos.events.after('web', null, 10)).map((e) => e.uuid)).toEqual([first.uuid, second.uuid]);
-      expect((await repos.events.after('web', first.uuid, 10)).map((e) => e.uuid)).toEqual([second.uuid]);
-      expect(await repos.events.after('web', second.uuid, 10)).toEqual([]);
+      expect(await repos.events.newest(APP_UUIDS.web as string)).toBe(second.uuid);
+      expect((await repos.events.after(APP_UUIDS.web as string, null, 10)).map((e) => e.uuid)).toEqual([first.uuid, second.uuid]);
+      expect((await repos.events.after(APP_UUIDS.web as string, first.uuid, 10)).map((e) => e.uuid)).toEqual([second.uuid]);
+      expect(await repos.events.after(APP_UUIDS.web as string, second.uuid, 10)).toEqual([]);
       // An id the journal does not have: from the newest on.
-      expect(await repos.events.after('web', uuid(), 10)).toEqual([]);
+      expect(await repos.events.after(APP_UUIDS.web as string, uuid(), 10)).toEqual([]);
       expect(await repos.events.prune(new Date(T0 + 500))).toBeGreaterThanOrEqual(1);
-      expect((await repos.events.after('web', null, 10)).map((e) => e.uuid)).toEqual([second.uuid]);
+      expect((await repos.events.after(APP_UUIDS.web as string, null, 10)).map((e) => e.uuid)).toEqual([second.uuid]);
     });
 
     it('keeps webhooks and deliveries; a due delivery is claimed by one caller only', async () => {

@@ -13,6 +13,12 @@ export interface AuditEvent {
   action: string;
   /** The app the change is about; null for account-wide changes (users, keys, certificates, admins). */
   app: string | null;
+  /**
+   * The uuid of that app: an app's journal is keyed by it, so an app created again under a
+   * deleted one's name does not read the deleted one's events. Null without an app, and for
+   * events of apps deleted before the journal recorded uuids.
+   */
+  appUuid: string | null;
   /** What was changed within the resource: a username, a domain, a version, a process type... */
   target: string;
   summary: string;
@@ -24,7 +30,10 @@ export interface AuditEvent {
 
 /** Which events a list shows. Every field narrows it; absent fields do not. */
 export interface EventQuery {
+  /** The app's name: every app that had it (administrators read the events of deleted apps by it). */
   app?: string;
+  /** One app, by its uuid: not an earlier app of the same name. */
+  appUuid?: string;
   actor?: string;
   action?: string;
   /** Events created at or after. */

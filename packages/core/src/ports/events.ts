@@ -7,13 +7,13 @@ export interface EventRepository {
   /** Events matching the query, newest first. */
   list(query: EventQuery, slice: Slice): Promise<Page<AuditEvent>>;
   /**
-   * Events of the app appended after the event `after` (by uuid), oldest first, at most
-   * `limit`. `after` null: from the first. An `after` the journal no longer has (or never
-   * had): from the app's newest event on, exclusive.
+   * Events of the app (by its uuid) appended after the event `after` (by uuid), oldest
+   * first, at most `limit`. `after` null: from the first. An `after` the journal no longer
+   * has (or never had): from the app's newest event on, exclusive.
    */
-  after(app: string, after: string | null, limit: number): Promise<AuditEvent[]>;
-  /** The uuid of the app's newest event, null when it has none. */
-  newest(app: string): Promise<string | null>;
+  after(appUuid: string, after: string | null, limit: number): Promise<AuditEvent[]>;
+  /** The uuid of the newest event of the app (by its uuid), null when it has none. */
+  newest(appUuid: string): Promise<string | null>;
   /** Deletes events created before `before` (retention); how many were deleted. */
   prune(before: Date): Promise<number>;
 }

@@ -67,6 +67,13 @@ export interface LoginFailure {
 export interface LoginFailureRepository {
   /** Records a failure of the username from a client address (default: unknown, ''). */
   record(username: string, at: Date, address?: string): Promise<void>;
+  /**
+   * Records a failure like `record` and returns how many failures of any username the
+   * address has at or after `since`, this one included. Records of one address are counted
+   * one after another, across controller processes too, so the count is exact under
+   * concurrency (inside a transaction, until it ends).
+   */
+  recordCounting(username: string, at: Date, address: string, since: Date): Promise<number>;
   /** Times of failures at or after `since`, oldest first. */
   since(username: string, since: Date): Promise<Date[]>;
   /** Failures at or after `since` with their client addresses, oldest first. */

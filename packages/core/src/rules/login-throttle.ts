@@ -58,3 +58,17 @@ export function loginRetryAfterSeconds(failures: readonly LoginFailure[], addres
   const waitMs = last.at.getTime() + delay * 1000 - now.getTime();
   return waitMs > 0 ? Math.ceil(waitMs / 1000) : 0;
 }
+
+/** The most failed logins journaled per client address (as `throttleAddress` counts it) in any minute. */
+export const FAILED_LOGINS_JOURNALED_PER_MINUTE = 10;
+
+/**
+ * Whether a failed login goes to the journal: only when the username is an account (a
+ * failure for a name nobody holds is nobody's, and would be read by whoever registers it
+ * later), and only while the client's failures of the last minute, this one included, are
+ * at most `FAILED_LOGINS_JOURNALED_PER_MINUTE`, so that no client can fill an account's
+ * journal. Throttling counts every failure all the same.
+ */
+export function journalsFailedLogin(accountExists: boolean, failuresFromClientLastMinute: number): boolean {
+  return accountExists && failuresFromClientLastMinute <= FAILED_LOGINS_JOURNALED_PER_MINUTE;
+}

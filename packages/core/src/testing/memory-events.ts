@@ -7,11 +7,10 @@ import { page, type Context } from './memory-context';
 import type { Tables } from './memory-store';
 
 
-/** Apps `username` may see: owned or shared. */
+/** The uuids of the apps `username` may see: owned or shared. */
 function visibleApps(tables: Tables, username: string): Set<string> {
-  const apps = new Set(tables.apps.filter((a) => a.owner === username).map((a) => a.id));
-  for (const p of tables.permissions.filter((p) => p.username === username)) apps.add(p.app);
-  return apps;
+  const shared = new Set(tables.permissions.filter((p) => p.username === username).map((p) => p.app));
+  return new Set(tables.apps.filter((a) => a.owner === username || shared.has(a.id)).map((a) => a.uuid));
 }
 
 /** The journal in memory, in insertion order. */
@@ -29,17 +28,18 @@ export class MemoryEvents implements EventRepository {
     const rows = tables.events
       .filter((e) =>
         (query.app === undefined || e.app === query.app) &&
+        (query.appUuid === undefined || e.appUuid === query.appUuid) &&
         (query.actor === undefined || e.actor === query.actor) &&
         (query.action === undefined || actionMatches(query.action, e.action)) &&
         (query.since === undefined || e.created.getTime() >= query.since.getTime()) &&
-        (visible === null || (e.app !== null ? visible.has(e.app) : e.actor === user || e.target === user)),
+        (visible === null || (e.app !== null ? e.appUuid !== null && visible.has(e.appUuid) : e.actor === user || e.target === user)),
       )
       .reverse();
     return page(rows, slice);
   }
 
-  async after(app: string, after: string | null, limit: number): Promise<AuditEvent[]> {
-    const rows = this.c.read().events.filter((e) => e.app === app);
+  async after(appUuid: string, after: string | null, limit: number): Promise<AuditEvent[]> {
+    const rows = this.c.read().events.filter((e) => e.appUuid === appUuid);
     let start = 0;
     if (after !== null) {
       const index = rows.findIndex((e) => e.uuid === after);
@@ -48,8 +48,8 @@ export class MemoryEvents implements EventRepository {
     return rows.slice(start, start + limit).map(deepCopy);
   }
 
-  async newest(app: string): Promise<string | null> {
-    const rows = this.c.read().events.filter((e) => e.app === app);
+  async newest(appUuid: string): Promise<string | null> {
+    const rows = this.c.read().events.filter((e) => e.appUuid === appUuid);
     return rows.length === 0 ? null : (rows[rows.length - 1] as AuditEvent).uuid;
   }
 

@@ -127,6 +127,11 @@ class MemoryLoginFailures implements LoginFailureRepository {
     tables.loginFailures.set(this.c.allocate('loginFailure'), { username, at, address });
   }
 
+  async recordCounting(username: string, at: Date, address: string, since: Date): Promise<number> {
+    await this.record(username, at, address);
+    return this.c.read().loginFailures.filter((f) => f.address === address && f.at.getTime() >= since.getTime()).length;
+  }
+
   async recent(username: string, since: Date): Promise<LoginFailure[]> {
     return this.c
       .read()

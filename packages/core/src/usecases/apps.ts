@@ -50,7 +50,7 @@ export class CreateApp {
         config: config.uuid, summary: `${actor.user.username} created initial release`, created: now, updated: now,
       };
       await repos.releases.create(release);
-      await journal(repos, this.deps, actor, { action: 'app.create', app: id, target: id, summary: `${actor.user.username} created ${id}` });
+      await journal(repos, this.deps, actor, { action: 'app.create', app, target: id, summary: `${actor.user.username} created ${id}` });
       return app;
     });
     await logEvent(this.deps, app.id, `${actor.user.username} created initial release`);
@@ -107,7 +107,7 @@ export class UpdateApp {
       await repos.apps.update(updated);
       // The new owner has every right already; a collaborator entry would only list them twice.
       if (await repos.permissions.has(app.id, owner)) await repos.permissions.revoke(app.id, owner);
-      await journal(repos, this.deps, actor, { action: 'app.transfer', app: app.id, target: owner, summary: `${actor.user.username} transferred ${app.id} from ${app.owner} to ${owner}` });
+      await journal(repos, this.deps, actor, { action: 'app.transfer', app, target: owner, summary: `${actor.user.username} transferred ${app.id} from ${app.owner} to ${owner}` });
       return { app: updated, from: app.owner };
     });
     if (result.from !== null) {
@@ -147,7 +147,7 @@ export class DeleteApp {
         await lease.publish(tx);
         await tx.apps.delete(app.id);
         await tx.webhooks.deleteForApp(app.id);
-        await journal(tx, this.deps, actor, { action: 'app.delete', app: app.id, target: app.id, summary: `${actor.user.username} deleted ${app.id}` });
+        await journal(tx, this.deps, actor, { action: 'app.delete', app, target: app.id, summary: `${actor.user.username} deleted ${app.id}` });
       });
       return app;
     });
@@ -370,7 +370,7 @@ export class RunCommand {
       await repos.containers.delete(container.uuid);
     }
     // Journalled once it ran: a run the scheduler could not carry out leaves no trace, as a failed change leaves no row.
-    await journal(repos, this.deps, actor, { action: 'container.run', app: app.id, target: `run.${container.num}`, summary: `${actor.user.username} ran a one-off command` });
+    await journal(repos, this.deps, actor, { action: 'container.run', app, target: `run.${container.num}`, summary: `${actor.user.username} ran a one-off command` });
     return result;
   }
 }

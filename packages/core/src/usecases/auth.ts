@@ -14,7 +14,7 @@ import { assertPageExists, sliceOf } from '../model/pagination';
 import type { Repositories } from '../ports/repositories';
 import { isAdmin } from '../rules/apps';
 import { FieldErrorCollector, bodyObject, optionalString, requiredString } from '../rules/fields';
-import { loginRetryAfterSeconds, throttleAddress } from '../rules/login-throttle';
+import { journalsFailedLogin, loginRetryAfterSeconds, throttleAddress } from '../rules/login-throttle';
 import { checkNewPassword, parseRegistration } from '../rules/users';
 import { policyFor, type ApiVersion } from '../version/policy';
 import { requireAdmin, type Actor, type CoreDependencies, type RequestContext } from './context';
@@ -92,7 +92,8 @@ export class RegisterUser {
 /**
  * Exchanges a username and password for a new token. Failures are throttled per username
  * and client address with a growing wait (see loginRetryAfterSeconds), so that wrong
- * passwords sent from one address never keep the user out from another.
+ * passwords sent from one address never keep the user out from another; they are journaled
+ * to the account when it exists, a bounded number per client a minute (journalsFailedLogin).
  */
 export class Login {
   /** A real hash of the hasher in use: verifying against it costs what verifying a user's does. */
@@ -128,7 +129,8 @@ export class Login {
     const matches = user !== null && verified;
     if (!user || !matches || !user.isActive) {
       await uow.transaction(async (repos) => {
-        await repos.loginFailures.record(username!, now, client);
+        const lastMinute = await repos.loginFailures.recordCounting(username!, now, client, new Date(now.getTime() - 60_000 + 1));
+        if (!journalsFailedLogin(user !== null, lastMinute)) return;
         await journal(repos, this.deps, { username: username!, request }, { action: 'user.login_failed', target: username!, summary: `failed login as ${username!}` });
       });
       throw new ValidationFailed({ non_field_errors: [INVALID_CREDENTIALS] });

@@ -105,7 +105,7 @@ export class ScaleApp {
         await assertScaleQuotasLocked(tx, locked, updated.structure, this.deps.settings.quotas);
         await tx.apps.update(updated);
         const scaled = Object.entries(requested).map(([type, count]) => `${type}=${count}`).join(' ');
-        await journal(tx, this.deps, actor, { action: 'scale.update', app: locked.id, target: Object.keys(requested).join(','), summary: `${actor.user.username} scaled containers ${scaled}` });
+        await journal(tx, this.deps, actor, { action: 'scale.update', app: locked, target: Object.keys(requested).join(','), summary: `${actor.user.username} scaled containers ${scaled}` });
         return updated;
       });
     });
@@ -154,7 +154,7 @@ export class RestartContainers {
         // A container removed meanwhile (its app deleted) is not brought back by a state update.
         for (const container of result) await tx.containers.updateState(container.uuid, container.state, container.updated);
         const what = target.type === undefined ? 'all containers' : target.num === undefined ? `${target.type} containers` : `${target.type}.${target.num}`;
-        await journal(tx, this.deps, actor, { action: 'container.restart', app: app.id, target: what, summary: `${actor.user.username} restarted ${what}` });
+        await journal(tx, this.deps, actor, { action: 'container.restart', app, target: what, summary: `${actor.user.username} restarted ${what}` });
       });
       return result;
     });

@@ -7,8 +7,9 @@ import { parseEventQuery } from '../rules/events';
 import { loadVisibleApp, type Actor, type CoreDependencies } from './context';
 
 /**
- * The audit journal: administrators see every event, other users the events of the apps
- * they can see and those of their own account.
+ * The audit journal: administrators see every event (those of deleted apps too), other
+ * users the events of the apps they can see now (by the app's uuid: not those of a deleted
+ * app whose name was taken again) and those of their own account.
  */
 export class ListEvents {
   constructor(private readonly deps: Pick<CoreDependencies, 'uow'>) {}
@@ -22,7 +23,7 @@ export class ListEvents {
   }
 }
 
-/** The events of one app, newest first: who may see the app sees them. */
+/** The events of one app (by its uuid, so not an earlier app's of the same name), newest first: who may see the app sees them. */
 export class ListAppEvents {
   constructor(private readonly deps: Pick<CoreDependencies, 'uow'>) {}
 
@@ -30,7 +31,7 @@ export class ListAppEvents {
   async execute(actor: Actor, appId: string, filters: Record<string, unknown>, page: PageRequest): Promise<Page<AuditEvent>> {
     const repos = this.deps.uow.repositories;
     const app = await loadVisibleApp(repos, actor, appId);
-    const result = await repos.events.list({ ...parseEventQuery(filters), app: app.id }, sliceOf(page));
+    const result = await repos.events.list({ ...parseEventQuery(filters), appUuid: app.uuid }, sliceOf(page));
     assertPageExists(page, result.count);
     return result;
   }
@@ -71,7 +72,7 @@ export class FollowEvents {
     const release = this.slots.hold(actor.user.username);
     let cursor: string | null;
     try {
-      cursor = lastEventId ?? (await repos.events.newest(app.id));
+      cursor = lastEventId ?? (await repos.events.newest(app.uuid));
     } catch (error) {
       release();
       throw error;
@@ -91,7 +92,7 @@ export class FollowEvents {
           again = false;
           for (;;) {
             if (!open) return;
-            const batch = await repos.events.after(app.id, cursor, CATCH_UP_BATCH);
+            const batch = await repos.events.after(app.uuid, cursor, CATCH_UP_BATCH);
             if (!open || batch.length === 0) break;
             cursor = (batch[batch.length - 1] as AuditEvent).uuid;
             listener(batch);

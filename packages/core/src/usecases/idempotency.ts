@@ -1,5 +1,6 @@
 import { Conflict, IdempotencyKeyReused, ValidationFailed } from '../errors';
 import type { StoredResponse } from '../model/events';
+import type { SecretBox } from '../ports/services';
 import type { CoreDependencies } from './context';
 
 /** What to do with a request made with an `Idempotency-Key`. */
@@ -23,10 +24,12 @@ export function checkIdempotencyKey(key: string): string {
  * Requests made with an `Idempotency-Key` are done once per user and key: a repeat with the
  * same fingerprint (method, path and body) gets the first answer again; another request with
  * the key is refused; a repeat while the first still runs is a conflict. The store is shared
- * by every controller process.
+ * by every controller process. Stored bodies are sealed with the SecretBox (they may hold a
+ * new token or a webhook's secret); one that cannot be opened (the server secret changed)
+ * is forgotten, as an expired one is.
  */
 export class StartIdempotentRequest {
-  constructor(private readonly deps: Pick<CoreDependencies, 'idempotency' | 'clock' | 'settings'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'idempotency' | 'clock' | 'settings' | 'secrets'>) {}
 
   /** How long a first request may still be running: the longest a request may take (a one-off run) and five minutes more. */
   private abandonedAfterMs(): number {
@@ -60,7 +63,12 @@ export class StartIdempotentRequest {
       if (existing.response === null) {
         throw new Conflict('IDEMPOTENCY.IN_PROGRESS', 'A request with this Idempotency-Key is still being processed; retry later.');
       }
-      return { kind: 'replay', response: existing.response };
+      const response = openAnswer(this.deps.secrets, existing.response);
+      if (response === null) {
+        await store.forget(username, key);
+        continue;
+      }
+      return { kind: 'replay', response };
     }
     throw new Conflict('IDEMPOTENCY.IN_PROGRESS', 'A request with this Idempotency-Key is still being processed; retry later.');
   }
@@ -68,16 +76,33 @@ export class StartIdempotentRequest {
 
 /** Stores the answer of the first request with a key, or forgets the key when the answer must not be replayed. */
 export class FinishIdempotentRequest {
-  constructor(private readonly deps: Pick<CoreDependencies, 'idempotency'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'idempotency' | 'secrets'>) {}
 
   /**
    * Answers of 5xx are not kept (a retry may succeed where the first failed, and the failed
-   * request changed nothing); every other answer is kept for repeats.
+   * request changed nothing); every other answer is kept for repeats, its body sealed.
    */
   async execute(username: string, key: string, response: StoredResponse): Promise<void> {
     const store = this.deps.idempotency;
     if (!store) return;
     if (response.status >= 500) await store.forget(username, key);
-    else await store.finish(username, key, response);
+    else await store.finish(username, key, sealAnswer(this.deps.secrets, response));
+  }
+}
+
+/*
+ * The body is what may carry a secret (the token of `POST /v1/auth/tokens/`, a new webhook's
+ * secret), so it is kept sealed: a stolen database holds no usable token. The status and
+ * headers (content type, location, tags) carry none and stay readable.
+ */
+function sealAnswer(secrets: SecretBox, response: StoredResponse): StoredResponse {
+  return { status: response.status, headers: response.headers, body: secrets.seal(response.body) };
+}
+
+function openAnswer(secrets: SecretBox, stored: StoredResponse): StoredResponse | null {
+  try {
+    return { status: stored.status, headers: stored.headers, body: secrets.open(stored.body) };
+  } catch {
+    return null;
   }
 }

@@ -1,3 +1,4 @@
+import type { App } from '../model/entities';
 import type { AuditEvent, Webhook, WebhookDelivery } from '../model/events';
 import type { Repositories } from '../ports/repositories';
 import { presentEvent, resourceOf } from '../rules/events';
@@ -7,8 +8,8 @@ import type { Actor, CoreDependencies } from './context';
 export interface Change {
   /** `<resource>.<verb>`, e.g. `config.update`. */
   action: string;
-  /** The app it is about; absent or null for account-wide changes. */
-  app?: string | null;
+  /** The app it is about (its name and uuid); absent or null for account-wide changes. */
+  app?: Pick<App, 'id' | 'uuid'> | null;
   /** What within the resource: a username, a domain, a version... */
   target?: string;
   /** One line, never a config value or a secret. */
@@ -38,7 +39,8 @@ export async function journal(
     created: now,
     actor: 'user' in author ? author.user.username : author.username,
     action: change.action,
-    app: change.app ?? null,
+    app: change.app?.id ?? null,
+    appUuid: change.app?.uuid ?? null,
     target: change.target ?? '',
     summary: change.summary,
     requestId: author.request?.id ?? '',

@@ -26,7 +26,7 @@ import { assertScaleQuotas, assertScaleQuotasLocked } from './quotas';
 import { buildSourceImage, discardSourceImage, keyActor, pruneSourceImages, tagSourceImage, userOfKey } from './sources';
 import { assertRollbackRuns } from './rollback-checks';
 
-type ReleaseDeps = LeaseDependencies & Pick<CoreDependencies, 'deployObserver'>;
+type ReleaseDeps = LeaseDependencies & Pick<CoreDependencies, 'deployObserver' | 'runSlots'>;
 
 /** What a new release points to, what it says about itself (without the actor's name), and what it adds. */
 interface ReleaseChange {
@@ -81,9 +81,9 @@ async function writeRelease(
   // Read once for the two entries of the release.
   const hooks = await tx.webhooks.allForApp(app);
   const { summary } = release;
-  if (next.creates.config) await journal(tx, deps, actor, { action: 'config.update', app, target: `v${release.version}`, summary }, hooks);
-  if (next.creates.build) await journal(tx, deps, actor, { action: 'build.create', app, target: next.creates.build.uuid, summary }, hooks);
-  await journal(tx, deps, actor, { action: 'release.create', app, target: `v${release.version}`, summary }, hooks);
+  if (next.creates.config) await journal(tx, deps, actor, { action: 'config.update', app: locked, target: `v${release.version}`, summary }, hooks);
+  if (next.creates.build) await journal(tx, deps, actor, { action: 'build.create', app: locked, target: next.creates.build.uuid, summary }, hooks);
+  await journal(tx, deps, actor, { action: 'release.create', app: locked, target: `v${release.version}`, summary }, hooks);
   if (JSON.stringify(structure) === JSON.stringify(locked.structure)) return locked;
   const published = { ...locked, structure, updated: release.created };
   await tx.apps.update(published);

@@ -1,5 +1,5 @@
 import { AlreadyExists, Forbidden, NotFound, RequestRejected, ValidationFailed } from '../errors';
-import type { Certificate, Domain, Key, User } from '../model/entities';
+import type { App, Certificate, Domain, Key, User } from '../model/entities';
 import type { Page, PageRequest } from '../model/pagination';
 import { assertPageExists, sliceOf } from '../model/pagination';
 import type { Repositories } from '../ports/repositories';
@@ -41,7 +41,7 @@ export class AddDomain {
       const now = this.deps.clock.now();
       const domain: Domain = { uuid: this.deps.ids.uuid(), app: app.id, domain: name, owner: actor.user.username, created: now, updated: now };
       await repos.domains.create(domain);
-      await journal(repos, this.deps, actor, { action: 'domain.create', app: app.id, target: name, summary: `${actor.user.username} added domain ${name}` });
+      await journal(repos, this.deps, actor, { action: 'domain.create', app, target: name, summary: `${actor.user.username} added domain ${name}` });
       return domain;
     });
     await logEvent(this.deps, domain.app, `${actor.user.username} added domain ${domain.domain}`);
@@ -66,7 +66,7 @@ export class RemoveDomain {
       const domain = await repos.domains.find(name);
       if (!domain || domain.app !== app.id) throw new NotFound('DOMAIN.NOT_FOUND');
       await repos.domains.delete(domain.domain);
-      await journal(repos, this.deps, actor, { action: 'domain.delete', app: app.id, target: domain.domain, summary: `${actor.user.username} removed domain ${domain.domain}` });
+      await journal(repos, this.deps, actor, { action: 'domain.delete', app, target: domain.domain, summary: `${actor.user.username} removed domain ${domain.domain}` });
       return domain;
     });
     await logEvent(this.deps, removed.app, `${actor.user.username} removed domain ${removed.domain}`);
@@ -163,7 +163,7 @@ export class GrantPermission {
       }
       if (await repos.permissions.has(app.id, username!)) return false;
       await repos.permissions.grant(app.id, username!);
-      await journal(repos, this.deps, actor, { action: 'perm.create', app: app.id, target: username!, summary: `${actor.user.username} added ${username!} to ${app.id} collaborators` });
+      await journal(repos, this.deps, actor, { action: 'perm.create', app, target: username!, summary: `${actor.user.username} added ${username!} to ${app.id} collaborators` });
       return true;
     });
     if (granted) await logEvent(this.deps, appId, `${actor.user.username} added ${username!} to ${appId} collaborators`);
@@ -183,7 +183,7 @@ export class RevokePermission {
       }
       if (!(await repos.permissions.has(app.id, username))) throw new NotFound('PERM.NOT_FOUND', 'Not found.');
       await repos.permissions.revoke(app.id, username);
-      await journal(repos, this.deps, actor, { action: 'perm.delete', app: app.id, target: username, summary: `${actor.user.username} removed ${username} from ${app.id} collaborators` });
+      await journal(repos, this.deps, actor, { action: 'perm.delete', app, target: username, summary: `${actor.user.username} removed ${username} from ${app.id} collaborators` });
     });
     await logEvent(this.deps, appId, `${actor.user.username} removed ${username} from ${appId} collaborators`);
   }
@@ -288,8 +288,8 @@ export class AddCertificate {
       }
       const now = this.deps.clock.now();
       // Certificates belong to accounts; the event goes to the app whose domain the certificate is named for, if any.
-      const domain = await repos.domains.find(commonName);
-      await journal(repos, this.deps, actor, { action: 'cert.create', app: domain?.app ?? null, target: commonName, summary: `${actor.user.username} added a certificate for ${commonName}` });
+      const app = await appOfDomain(repos, commonName);
+      await journal(repos, this.deps, actor, { action: 'cert.create', app, target: commonName, summary: `${actor.user.username} added a certificate for ${commonName}` });
       return repos.certificates.create({
         commonName,
         owner: actor.user.username,
@@ -305,6 +305,12 @@ export class AddCertificate {
       });
     });
   }
+}
+
+/** The app whose custom domain `name` is, if any: certificates are journaled to it. */
+async function appOfDomain(repos: Repositories, name: string): Promise<App | null> {
+  const domain = await repos.domains.find(name);
+  return domain === null ? null : repos.apps.findById(domain.app);
 }
 
 /**
@@ -336,8 +342,8 @@ export class RemoveCertificate {
     await this.deps.uow.transaction(async (repos) => {
       const cert = loadCertificateVisibleTo(await repos.certificates.find(commonName.toLowerCase()), actor);
       await repos.certificates.delete(cert.commonName);
-      const domain = await repos.domains.find(cert.commonName);
-      await journal(repos, this.deps, actor, { action: 'cert.delete', app: domain?.app ?? null, target: cert.commonName, summary: `${actor.user.username} removed the certificate for ${cert.commonName}` });
+      const app = await appOfDomain(repos, cert.commonName);
+      await journal(repos, this.deps, actor, { action: 'cert.delete', app, target: cert.commonName, summary: `${actor.user.username} removed the certificate for ${cert.commonName}` });
     });
   }
 }

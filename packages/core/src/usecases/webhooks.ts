@@ -36,7 +36,7 @@ export class CreateWebhook {
         created: this.deps.clock.now(),
       };
       await repos.webhooks.create(webhook);
-      await journal(repos, this.deps, actor, { action: 'app.webhook_create', app: app.id, target: webhook.uuid, summary: `${actor.user.username} added a webhook to ${new URL(webhook.url).host}` });
+      await journal(repos, this.deps, actor, { action: 'app.webhook_create', app, target: webhook.uuid, summary: `${actor.user.username} added a webhook to ${new URL(webhook.url).host}` });
       return { webhook, secret };
     });
   }
@@ -85,7 +85,7 @@ export class DeleteWebhook {
       const webhook = await repos.webhooks.find(app.id, uuid.toLowerCase());
       if (!webhook) throw new NotFound('WEBHOOK.NOT_FOUND');
       await repos.webhooks.delete(app.id, webhook.uuid);
-      await journal(repos, this.deps, actor, { action: 'app.webhook_delete', app: app.id, target: webhook.uuid, summary: `${actor.user.username} removed a webhook` });
+      await journal(repos, this.deps, actor, { action: 'app.webhook_delete', app, target: webhook.uuid, summary: `${actor.user.username} removed a webhook` });
     });
   }
 }

@@ -20,6 +20,8 @@ import { BuildSlotsSqlite1795820400000 } from './sqlite/1795820400000-build-slot
 import { BuildSlotsPostgres1795820400000 } from './postgres/1795820400000-build-slots';
 import { AcmeFairnessSqlite1796200000033 } from './sqlite/1796200000033-acme-fairness';
 import { AcmeFairnessPostgres1796200000033 } from './postgres/1796200000033-acme-fairness';
+import { JournalByAppSqlite1796300000036 } from './sqlite/1796300000036-journal-by-app';
+import { JournalByAppPostgres1796300000036 } from './postgres/1796300000036-journal-by-app';
 
 type MigrationClass = new () => MigrationInterface;
 
@@ -39,6 +41,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     EventsSqlite1795734000000,
     BuildSlotsSqlite1795820400000,
     AcmeFairnessSqlite1796200000033,
+    JournalByAppSqlite1796300000036,
   ],
   postgres: [
     InitialSchemaPostgres1763712000000,
@@ -51,6 +54,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     EventsPostgres1795734000000,
     BuildSlotsPostgres1795820400000,
     AcmeFairnessPostgres1796200000033,
+    JournalByAppPostgres1796300000036,
   ],
 };
 

@@ -12,7 +12,7 @@ import type {
 import { Not } from 'typeorm';
 import { translateUniqueViolation } from '../constraints';
 import { fromUser, toToken, toUser } from '../mapping';
-import { qualified, tokenRowOf, userRowOf, TOKEN_COLUMNS, USER_COLUMNS, type RawRow } from '../rows';
+import { countOf, qualified, tokenRowOf, userRowOf, TOKEN_COLUMNS, USER_COLUMNS, type RawRow } from '../rows';
 import type { Session } from '../session';
 import { ManagerRunner, readInstant, statement, writeBoolean, writeInstant, writeOptionalInstant } from '../sql';
 
@@ -37,6 +37,10 @@ const RECENT_FAILURES = statement(
   'SELECT "at", "address" FROM "login_failures" WHERE "username" = ? AND "at" >= ? ORDER BY "at" ASC, "id" ASC',
 );
 const CLEAR_FAILURES = statement('DELETE FROM "login_failures" WHERE "username" = ?');
+// Records of one address count one after another across processes; SQLite runs one writing transaction at a time already.
+const LOCK_ADDRESS = statement('SELECT 1', "SELECT pg_advisory_xact_lock(hashtext('login_failures'), hashtext(?))");
+const INSERT_FAILURE = statement('INSERT INTO "login_failures" ("username", "at", "address") VALUES (?, ?, ?)');
+const COUNT_FROM = statement('SELECT COUNT(*) AS "n" FROM "login_failures" WHERE "address" = ? AND "at" >= ?');
 const CLEAR_FAILURES_FROM = statement('DELETE FROM "login_failures" WHERE "username" = ? AND "address" = ?');
 
 /** UserRepository on TypeORM. */
@@ -187,6 +191,16 @@ export class TypeOrmLoginFailureRepository implements LoginFailureRepository {
     await this.session.write((manager) =>
       manager.insert(this.session.schemas.loginFailures, { username, at: new Date(at.getTime()), address }),
     );
+  }
+
+  async recordCounting(username: string, at: Date, address: string, since: Date): Promise<number> {
+    const { dialect } = this.session;
+    return this.session.write(async (manager) => {
+      const sql = new ManagerRunner(dialect, manager);
+      await sql.rows(LOCK_ADDRESS, [address]);
+      await sql.run(INSERT_FAILURE, [username, writeInstant(dialect, at), address]);
+      return countOf(await sql.rows<RawRow>(COUNT_FROM, [address, writeInstant(dialect, since)]));
+    });
   }
 
   async recent(username: string, since: Date): Promise<LoginFailure[]> {

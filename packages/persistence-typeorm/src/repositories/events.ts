@@ -4,7 +4,7 @@ import { countOf } from '../rows';
 import type { Session } from '../session';
 import { ManagerRunner, readInstant, readInteger, statement, writeInstant } from '../sql';
 
-const EVENT_COLUMNS = '"uuid", "created", "actor", "action", "app", "target", "summary", "request_id", "address"';
+const EVENT_COLUMNS = '"uuid", "created", "actor", "action", "app", "app_uuid", "target", "summary", "request_id", "address"';
 
 /*
  * On PostgreSQL an append first takes a transaction-level advisory lock, held until the
@@ -15,10 +15,10 @@ const EVENT_COLUMNS = '"uuid", "created", "actor", "action", "app", "target", "s
  */
 const JOURNAL_LOCK = statement('SELECT pg_advisory_xact_lock(7348201)');
 const NOTIFY = statement("SELECT pg_notify('svc_events', '')");
-const APPEND = statement(`INSERT INTO "events" (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`);
+const APPEND = statement(`INSERT INTO "events" (${EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
 const SEQ_OF = statement('SELECT "seq" FROM "events" WHERE "uuid" = ?', 'SELECT "seq" FROM "events" WHERE "uuid" = ?');
-const NEWEST = statement('SELECT "uuid", "seq" FROM "events" WHERE "app" = ? ORDER BY "seq" DESC LIMIT 1');
-const AFTER = statement(`SELECT ${EVENT_COLUMNS} FROM "events" WHERE "app" = ? AND "seq" > ? ORDER BY "seq" LIMIT ?`);
+const NEWEST = statement('SELECT "uuid", "seq" FROM "events" WHERE "app_uuid" = ? ORDER BY "seq" DESC LIMIT 1');
+const AFTER = statement(`SELECT ${EVENT_COLUMNS} FROM "events" WHERE "app_uuid" = ? AND "seq" > ? ORDER BY "seq" LIMIT ?`);
 const PRUNE = statement('DELETE FROM "events" WHERE "created" < ? RETURNING "seq"');
 
 function eventOf(raw: RawRow): AuditEvent {
@@ -28,6 +28,7 @@ function eventOf(raw: RawRow): AuditEvent {
     actor: raw.actor as string,
     action: raw.action as string,
     app: (raw.app as string | null) ?? null,
+    appUuid: (raw.app_uuid as string | null) ?? null,
     target: raw.target as string,
     summary: raw.summary as string,
     requestId: raw.request_id as string,
@@ -42,6 +43,10 @@ function conditionsOf(session: Session, query: EventQuery): { where: string; par
   if (query.app !== undefined) {
     clauses.push('"app" = ?');
     params.push(query.app);
+  }
+  if (query.appUuid !== undefined) {
+    clauses.push('"app_uuid" = ?');
+    params.push(query.appUuid);
   }
   if (query.actor !== undefined) {
     clauses.push('"actor" = ?');
@@ -62,8 +67,10 @@ function conditionsOf(session: Session, query: EventQuery): { where: string; par
     params.push(writeInstant(session.dialect, query.since));
   }
   if (query.visibleTo) {
+    // By the app's uuid: the events of a deleted app (another uuid, or none) are not those of an app that took its name.
     clauses.push(
-      '(("app" IS NOT NULL AND ("app" IN (SELECT "id" FROM "apps" WHERE "owner" = ?) OR "app" IN (SELECT "app" FROM "permissions" WHERE "username" = ?)))' +
+      '(("app" IS NOT NULL AND ("app_uuid" IN (SELECT "uuid" FROM "apps" WHERE "owner" = ?)' +
+        ' OR "app_uuid" IN (SELECT "a"."uuid" FROM "apps" "a" JOIN "permissions" "p" ON "p"."app" = "a"."id" WHERE "p"."username" = ?)))' +
         ' OR ("app" IS NULL AND ("actor" = ? OR "target" = ?)))',
     );
     params.push(query.visibleTo, query.visibleTo, query.visibleTo, query.visibleTo);
@@ -90,7 +97,7 @@ export class TypeOrmEventRepository implements EventRepository {
       const sql = new ManagerRunner(dialect, manager);
       if (postgres && first) await sql.rows(JOURNAL_LOCK, []);
       await sql.run(APPEND, [
-        event.uuid, writeInstant(dialect, event.created), event.actor, event.action, event.app,
+        event.uuid, writeInstant(dialect, event.created), event.actor, event.action, event.app, event.appUuid,
         event.target, event.summary, event.requestId, event.address,
       ]);
       if (postgres && first) await sql.rows(NOTIFY, []);
@@ -108,21 +115,21 @@ export class TypeOrmEventRepository implements EventRepository {
     return { count, items: rows.map(eventOf) };
   }
 
-  async after(app: string, after: string | null, limit: number): Promise<AuditEvent[]> {
+  async after(appUuid: string, after: string | null, limit: number): Promise<AuditEvent[]> {
     let seq = 0;
     if (after !== null) {
       const [known] = await this.session.rows<RawRow>(SEQ_OF, [after]);
       if (known !== undefined) seq = readInteger(known.seq);
       else {
-        const [newest] = await this.session.rows<RawRow>(NEWEST, [app]);
+        const [newest] = await this.session.rows<RawRow>(NEWEST, [appUuid]);
         seq = newest === undefined ? 0 : readInteger(newest.seq);
       }
     }
-    return (await this.session.rows<RawRow>(AFTER, [app, seq, limit])).map(eventOf);
+    return (await this.session.rows<RawRow>(AFTER, [appUuid, seq, limit])).map(eventOf);
   }
 
-  async newest(app: string): Promise<string | null> {
-    const [row] = await this.session.rows<RawRow>(NEWEST, [app]);
+  async newest(appUuid: string): Promise<string | null> {
+    const [row] = await this.session.rows<RawRow>(NEWEST, [appUuid]);
     return row === undefined ? null : String(row.uuid);
   }
 

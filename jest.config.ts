@@ -18,6 +18,13 @@ const shared = {
   rootDir: '.',
 };
 
+/** TEST_WORKERS when it is a whole number from 1 to 8, else two to four by the cores. */
+function testWorkers(setting: string | undefined): number {
+  const wanted = Number(setting);
+  if (setting !== undefined && Number.isInteger(wanted) && wanted >= 1 && wanted <= 8) return wanted;
+  return Math.min(4, Math.max(2, availableParallelism()));
+}
+
 const config: Config = {
   // Test files run side by side, two at least even on two cores: most of a file's time is spent
   // waiting for engines, servers, databases and child processes, not computing. At most four:
@@ -25,7 +32,8 @@ const config: Config = {
   // that drain a swarm node hold the swarm's lock exclusively, those running tasks on it hold
   // it shared (packages/scheduler-docker/test/support/host-lock.ts); each file makes its own
   // networks, bridges, build network, instance labels, port range and databases.
-  maxWorkers: Math.min(4, Math.max(2, availableParallelism())),
+  // TEST_WORKERS sets the number (1 runs the files one at a time).
+  maxWorkers: testWorkers(process.env.TEST_WORKERS),
   // The longest files first, and those that would only wait for each other's swarm lock apart.
   testSequencer: '<rootDir>/scripts/test-sequencer.mjs',
   projects: [

@@ -155,7 +155,8 @@ swarm_start() {
   local name="svcsw$$"
   echo "$name" >"$dir/name"
   local subnet="" n
-  for n in $(seq 160 199); do
+  # SVC_CI_SWARM_FIRST_SUBNET: where the search starts (two swarms started at once search apart).
+  for n in $(seq "${SVC_CI_SWARM_FIRST_SUBNET:-160}" 199); do
     if ! ip route | grep -q "^10\.$n\."; then subnet="10.$n.0"; break; fi
   done
   [ -n "$subnet" ] || { swarm_log "no free 10.x subnet for the host bridge"; return 1; }

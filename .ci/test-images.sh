@@ -4,8 +4,9 @@
 #   TEST_NODE_BASE_IMAGE   scripts/make-node-base.sh          (this machine's node, git, busybox)
 #   TEST_CONTROLLER_IMAGE  scripts/build-image.sh --prebuilt  (the checkout, compiled here)
 #   TEST_POSTGRES_IMAGE    scripts/make-postgres-image.sh     (debootstrap: minutes)
-# and writes their `export` lines to the file given as first argument. .ci/run runs it in the
-# background while the audit, typecheck and lint run, against the engine of $DOCKER_HOST.
+# (PostgreSQL first: it needs no compiled code) and writes their `export` lines to the file
+# given as first argument. .ci/run runs it in the background while the swarms start and the
+# audit, typecheck and lint run, against the engine of $DOCKER_HOST.
 #
 # The node base and PostgreSQL images are kept between runs as `docker save` tarballs in
 # $SVC_CI_IMAGE_CACHE (default /var/cache/svc-ci-images), each named by a hash of what it is
@@ -47,6 +48,14 @@ cached() {
   fi
 }
 
+postgres=svc-ci/postgres:15-debian
+postgres_key="$(printf '%s %s' "$(hash_of scripts/make-postgres-image.sh)" "$(date -u +%G-%V)" | sha256sum | cut -c1-16)"
+if cached "$postgres" "$postgres_key" scripts/make-postgres-image.sh "$postgres"; then
+  echo "export TEST_POSTGRES_IMAGE=$postgres" >>"$out"
+else
+  say "the PostgreSQL image could not be made"
+fi
+
 node_base=svc-ci/node-base:20-host
 node_bin="$(readlink -f "$(command -v node)")"
 git_bin="$(readlink -f "$(command -v git)")"
@@ -57,6 +66,12 @@ node_key="$(hash_of scripts/make-node-base.sh "$node_bin" "$git_bin" "$(command 
 if cached "$node_base" "$node_key" scripts/make-node-base.sh "$node_base"; then
   echo "export TEST_NODE_BASE_IMAGE=$node_base" >>"$out"
   controller=svc-ci/controller:test
+  # SVC_CI_BUILD_STATUS: a file where a compilation running beside this script writes its exit
+  # status; the controller image is made from its output, once it is there.
+  if [ -n "${SVC_CI_BUILD_STATUS:-}" ]; then
+    for _ in $(seq 1 900); do [ -f "$SVC_CI_BUILD_STATUS" ] && break; sleep 1; done
+    [ "$(cat "$SVC_CI_BUILD_STATUS" 2>/dev/null)" = "0" ] || say "the compilation before the controller image failed or did not end"
+  fi
   if scripts/build-image.sh --prebuilt --base "$node_base" -t "$controller"; then
     echo "export TEST_CONTROLLER_IMAGE=$controller" >>"$out"
     say "$controller made"
@@ -67,11 +82,4 @@ else
   say "the node base image could not be made"
 fi
 
-postgres=svc-ci/postgres:15-debian
-postgres_key="$(printf '%s %s' "$(hash_of scripts/make-postgres-image.sh)" "$(date -u +%G-%V)" | sha256sum | cut -c1-16)"
-if cached "$postgres" "$postgres_key" scripts/make-postgres-image.sh "$postgres"; then
-  echo "export TEST_POSTGRES_IMAGE=$postgres" >>"$out"
-else
-  say "the PostgreSQL image could not be made"
-fi
 say "done after $((SECONDS - started)) s"

@@ -1,12 +1,13 @@
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { accessSync, constants, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, copyFileSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
 // What an embedder does (docs/embedding.md, "Depend on it from your project"): the tarballs of
 // `npm run pack` installed with npm into a new project outside the checkout, then @svc/core's
-// README followed in plain ESM and in TypeScript (module nodenext). One install for the file:
-// better-sqlite3 compiles from source where no prebuilt binary can be downloaded (about 80 s).
+// README followed in plain ESM and in TypeScript (module nodenext). One install for the file.
+// better-sqlite3 would compile from source (about 80 s of a core) where its prebuilt binary cannot
+// be downloaded: the test serves it on loopback as a company's mirror of prebuilt binaries does.
 jest.setTimeout(900_000);
 
 const ROOT = join(__dirname, '..', '..', '..');
@@ -21,17 +22,54 @@ const versionOf = (name: string): string => manifestOf(join(ROOT, 'node_modules'
 // The children get neither the npm_* variables of an `npm test` around this run nor a terminal.
 const childEnv = (): NodeJS.ProcessEnv => Object.fromEntries(Object.entries(process.env).filter(([key]) => !/^npm_/i.test(key)));
 
-function run(command: string, args: string[], cwd: string, timeoutMs = 600_000): SpawnSyncReturns<string> {
-  return spawnSync(command, args, { cwd, env: childEnv(), encoding: 'utf8', timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
+function run(command: string, args: string[], cwd: string, timeoutMs = 600_000, env: NodeJS.ProcessEnv = childEnv()): SpawnSyncReturns<string> {
+  return spawnSync(command, args, { cwd, env, encoding: 'utf8', timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 });
 }
 
-function mustRun(what: string, command: string, args: string[], cwd: string, timeoutMs?: number): SpawnSyncReturns<string> {
-  const outcome = run(command, args, cwd, timeoutMs);
+function mustRun(what: string, command: string, args: string[], cwd: string, timeoutMs?: number, env?: NodeJS.ProcessEnv): SpawnSyncReturns<string> {
+  const outcome = run(command, args, cwd, timeoutMs, env);
   if (outcome.status !== 0) {
     const tail = `${outcome.stdout}\n${outcome.stderr}`.trim().split('\n').slice(-40).join('\n');
     throw new Error(`${what} failed (status ${outcome.status}, ${outcome.error?.message ?? 'no spawn error'}):\n${tail}`);
   }
   return outcome;
+}
+
+// A static file server for a folder, in a child process (the installs run with spawnSync, which
+// blocks this one): prints its port, appends each path asked for to requests.log.
+const MIRROR = `const { createServer } = require('node:http');
+const { appendFileSync, createReadStream, existsSync } = require('node:fs');
+const { basename, join } = require('node:path');
+const dir = process.argv[1];
+createServer((req, res) => {
+  appendFileSync(join(dir, 'requests.log'), req.url + '\\n');
+  const file = join(dir, basename(req.url ?? ''));
+  if (!existsSync(file)) { res.writeHead(404).end(); return; }
+  res.writeHead(200, { 'content-type': 'application/gzip' });
+  createReadStream(file).pipe(res);
+}).listen(0, '127.0.0.1', function () { console.log(this.address().port); });
+`;
+
+/**
+ * better-sqlite3's binary as a prebuilt download for this Node.js, served on loopback where
+ * prebuild-install (better-sqlite3's install script) looks when `npm_config_better_sqlite3_binary_host`
+ * names a mirror: `<host>/v<version>/better-sqlite3-v<version>-node-v<abi>-<platform>-<arch>.tar.gz`,
+ * holding `build/Release/better_sqlite3.node`, the very binary this checkout's `npm ci` compiled.
+ */
+async function prebuildMirror(dir: string): Promise<{ host: string; file: string; requested: () => string; stop: () => void }> {
+  const version = versionOf('better-sqlite3');
+  const file = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
+  const staging = join(dir, 'staging');
+  mkdirSync(join(staging, 'build', 'Release'), { recursive: true });
+  copyFileSync(join(ROOT, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'), join(staging, 'build', 'Release', 'better_sqlite3.node'));
+  mustRun('tar', 'tar', ['-czf', join(dir, file), '-C', staging, 'build'], dir);
+  writeFileSync(join(dir, 'requests.log'), '');
+  const server = spawn(process.execPath, ['-e', MIRROR, dir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((found, failed) => {
+    server.stdout.setEncoding('utf8').once('data', (line: string) => found(line.trim()));
+    server.once('exit', (code) => failed(new Error(`the prebuild mirror exited (${code})`)));
+  });
+  return { host: `http://127.0.0.1:${port}`, file, requested: () => readFileSync(join(dir, 'requests.log'), 'utf8'), stop: () => server.kill() };
 }
 
 /** The README's example: its first `js` block under "## Use" and the output block after it. */
@@ -92,9 +130,11 @@ describe('the @svc packages installed from their tarballs in a project outside t
   let project: string;
   let tarballs: string;
   let installLog: string;
+  let prebuildRequests: string;
+  let prebuildFile: string;
   let example: { code: string; output: string };
 
-  beforeAll(() => {
+  beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), 'svc-embed-packages-'));
     if (!relative(ROOT, work).startsWith('..')) throw new Error(`${work} is inside the checkout ${ROOT}`);
     tarballs = join(work, 'tarballs');
@@ -104,14 +144,24 @@ describe('the @svc packages installed from their tarballs in a project outside t
     mustRun('npm run pack', process.execPath, [join(ROOT, 'scripts', 'pack.mjs'), '--out', tarballs], ROOT);
     mustRun('npm init', 'npm', ['init', '-y'], project);
     const files = readdirSync(tarballs).filter((name) => name.endsWith('.tgz')).map((name) => join(tarballs, name));
+    mkdirSync(join(work, 'prebuilds'));
+    const mirror = await prebuildMirror(join(work, 'prebuilds'));
     // npm asks for the metadata of some @svc dependencies before it has placed the tarball that
     // answers them; those requests meet the dead registry and are not retried.
-    installLog = mustRun(
-      'npm install of the tarballs',
-      'npm',
-      ['install', '--no-audit', '--no-fund', '--prefer-offline', '--fetch-retries=0', '--loglevel=http', `--@svc:registry=${DEAD_REGISTRY}`, ...files, `typescript@${versionOf('typescript')}`, `@types/node@${versionOf('@types/node')}`],
-      project,
-    ).stderr;
+    try {
+      installLog = mustRun(
+        'npm install of the tarballs',
+        'npm',
+        ['install', '--no-audit', '--no-fund', '--prefer-offline', '--fetch-retries=0', '--loglevel=http', `--@svc:registry=${DEAD_REGISTRY}`, ...files, `typescript@${versionOf('typescript')}`, `@types/node@${versionOf('@types/node')}`],
+        project,
+        600_000,
+        { ...childEnv(), npm_config_better_sqlite3_binary_host: mirror.host },
+      ).stderr;
+      prebuildRequests = mirror.requested();
+      prebuildFile = mirror.file;
+    } finally {
+      mirror.stop();
+    }
     example = readmeExample(readFileSync(join(project, 'node_modules', '@svc', 'core', 'README.md'), 'utf8'));
   });
   afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -133,6 +183,8 @@ describe('the @svc packages installed from their tarballs in a project outside t
     const ours = Object.keys(lock.packages).filter((path) => /(^|\/)node_modules\/@svc\//.test(path));
     expect(ours.sort()).toEqual(PACKAGES.map(({ name }) => `node_modules/${name}`).sort());
     expect(installLog).not.toMatch(/GET 200 \S*@svc/);
+    // better-sqlite3's install took its binary from the mirror rather than compiling it.
+    expect(prebuildRequests.split('\n')).toContain(`/v${versionOf('better-sqlite3')}/${prebuildFile}`);
   });
 
   it("runs @svc/core's README in plain ESM: a user, an app and its releases on the embedded SQLite database", () => {

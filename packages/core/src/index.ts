@@ -38,4 +38,6 @@ export * from './rules/sources';
 export * from './rules/supervision';
 export * from './rules/users';
 export * from './usecases';
+export * from './rules/webhook-health';
+export * from './rules/webhook-turns';
 export * from './tokens';

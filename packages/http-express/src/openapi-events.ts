@@ -22,6 +22,13 @@ const WEBHOOK_PROPERTIES: Record<string, Schema> = {
   url: { type: 'string' },
   events: { type: 'array', items: { enum: ['app', 'build', 'release', 'config', 'scale', 'container', 'domain', 'cert', 'perm'] } },
   created: ISO,
+  status: {
+    enum: ['active', 'failing', 'paused'],
+    description: 'The receiver: answering; failing (each next attempt waits its back-off); paused after `WEBHOOK_PAUSE_AFTER_FAILURES` failures in a row.',
+  },
+  failures: { type: 'integer', description: 'Attempts failed in a row since the last 2xx.' },
+  last_error: { type: 'string', description: 'Why the last attempt failed; empty while active.' },
+  resumes_at: { type: ['string', 'null'], format: 'date-time', description: 'No attempt before then; null while active.' },
 };
 
 export const EVENT_SCHEMAS: Record<string, Schema> = {

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { AuditEvent, WebhookDelivery } from '@svc/core';
+import { HEALTHY_ENDPOINT, type AuditEvent, type WebhookDelivery } from '@svc/core';
 import { createDatabase, type Database } from '../src';
 import { createScratchDatabase, TEST_DATABASE_URL, type ScratchDatabase } from './support/postgres';
 
@@ -91,9 +91,11 @@ function describeJournal(name: string, open: () => Promise<{ db: Database; anoth
       expect((await repos.events.after(APP_UUIDS.web as string, null, 10)).map((e) => e.uuid)).toEqual([second.uuid]);
     });
 
-    it('keeps webhooks and deliveries; a due delivery is claimed by one caller only', async () => {
+    it('keeps webhooks and deliveries; a webhook with a due delivery is claimed by one caller only', async () => {
       const repos = db.uow.repositories;
-      const hook = { uuid: uuid(), app: 'web', owner: 'alice', url: 'http://127.0.0.1:9/hook', events: ['config'], sealedSecret: 's', created: new Date(T0) };
+      const hook = {
+        uuid: uuid(), app: 'web', owner: 'alice', url: 'http://127.0.0.1:9/hook', events: ['config'], sealedSecret: 's', created: new Date(T0), health: HEALTHY_ENDPOINT,
+      };
       await repos.webhooks.create(hook);
       expect(await repos.webhooks.find('web', hook.uuid)).toEqual(hook);
       expect(await repos.webhooks.find('other', hook.uuid)).toBeNull();
@@ -105,17 +107,18 @@ function describeJournal(name: string, open: () => Promise<{ db: Database; anoth
       };
       await repos.deliveries.create(delivery);
       const now = new Date(T0 + 1000);
-      expect((await repos.deliveries.due(now, 10)).map((d) => d.uuid)).toEqual([delivery.uuid]);
+      expect((await repos.deliveries.dueHeads(now, 2, 10)).map((d) => [d.delivery.uuid, d.owner])).toEqual([[delivery.uuid, 'alice']]);
       const other = await another();
       await other.migrate();
       const claims = await Promise.all([
-        repos.deliveries.claim(delivery.uuid, now, new Date(T0 + 60_000)),
-        other.uow.repositories.deliveries.claim(delivery.uuid, now, new Date(T0 + 60_000)),
+        repos.webhooks.claim(hook.uuid, now, new Date(T0 + 60_000)),
+        other.uow.repositories.webhooks.claim(hook.uuid, now, new Date(T0 + 60_000)),
       ]);
       expect(claims.filter(Boolean)).toHaveLength(1);
-      expect(await repos.deliveries.due(now, 10)).toEqual([]);
+      expect(await repos.deliveries.dueHeads(now, 2, 10)).toEqual([]);
       const recorded = { ...delivery, status: 'delivered' as const, attempts: 1, nextAttempt: null, lastCode: 204, lastAttempt: now };
       await repos.deliveries.record(recorded);
+      await repos.webhooks.release(hook.uuid, HEALTHY_ENDPOINT);
       expect((await repos.deliveries.listForWebhook(hook.uuid, ALL)).items).toEqual([recorded]);
       expect(await repos.deliveries.prune(new Date(T0))).toBe(0);
       expect(await repos.deliveries.prune(new Date(T0 + 1))).toBe(1);

@@ -28,12 +28,39 @@ export function webhookAllowedHosts(env: Env): string[] {
   return entries;
 }
 
-/** The core's settings for events: EVENT_RETENTION_DAYS, WEBHOOK_RETRY_HOURS, WEBHOOK_RETRY_BASE_SECONDS, WEBHOOKS_PER_APP, IDEMPOTENCY_RETENTION_HOURS. */
+/** `WEBHOOK_TIMEOUT_SECONDS`: how long one delivery attempt may take. */
+const webhookTimeoutSeconds = (integer: Integer): number => integer('WEBHOOK_TIMEOUT_SECONDS', 10, 1, 300);
+
+/** How long an attempt's claim on its webhook outlives the attempt's timeout (writing its outcome, a slow database). */
+const CLAIM_MARGIN_SECONDS = 60;
+
+/**
+ * The core's settings for events: EVENT_RETENTION_DAYS, WEBHOOK_RETRY_HOURS,
+ * WEBHOOK_RETRY_BASE_SECONDS, WEBHOOKS_PER_APP, IDEMPOTENCY_RETENTION_HOURS, and fair delivery:
+ * WEBHOOK_CONCURRENCY, WEBHOOK_CONCURRENCY_PER_OWNER (at most WEBHOOK_CONCURRENCY),
+ * WEBHOOK_PAUSE_AFTER_FAILURES, WEBHOOK_PAUSE_MINUTES; a webhook's claim lasts
+ * WEBHOOK_TIMEOUT_SECONDS and a margin.
+ */
 export function eventCoreSettings(integer: Integer): Pick<
   Settings,
-  'eventRetentionDays' | 'webhookRetryHours' | 'webhookRetryBaseSeconds' | 'webhooksPerApp' | 'idempotencyRetentionHours'
+  | 'eventRetentionDays'
+  | 'webhookRetryHours'
+  | 'webhookRetryBaseSeconds'
+  | 'webhooksPerApp'
+  | 'idempotencyRetentionHours'
+  | 'webhookConcurrency'
+  | 'webhookConcurrencyPerOwner'
+  | 'webhookPauseAfterFailures'
+  | 'webhookPauseMinutes'
+  | 'webhookClaimSeconds'
 > {
+  const concurrency = integer('WEBHOOK_CONCURRENCY', DEFAULT_SETTINGS.webhookConcurrency, 1, 256);
   return {
+    webhookConcurrency: concurrency,
+    webhookConcurrencyPerOwner: integer('WEBHOOK_CONCURRENCY_PER_OWNER', Math.min(DEFAULT_SETTINGS.webhookConcurrencyPerOwner, concurrency), 1, concurrency),
+    webhookPauseAfterFailures: integer('WEBHOOK_PAUSE_AFTER_FAILURES', DEFAULT_SETTINGS.webhookPauseAfterFailures, 1, 1000),
+    webhookPauseMinutes: integer('WEBHOOK_PAUSE_MINUTES', DEFAULT_SETTINGS.webhookPauseMinutes, 1, 24 * 60),
+    webhookClaimSeconds: webhookTimeoutSeconds(integer) + CLAIM_MARGIN_SECONDS,
     eventRetentionDays: integer('EVENT_RETENTION_DAYS', DEFAULT_SETTINGS.eventRetentionDays, 1, 36500),
     webhookRetryHours: integer('WEBHOOK_RETRY_HOURS', DEFAULT_SETTINGS.webhookRetryHours, 0, 24 * 30),
     webhookRetryBaseSeconds: integer('WEBHOOK_RETRY_BASE_SECONDS', DEFAULT_SETTINGS.webhookRetryBaseSeconds, 1, 3600),
@@ -46,7 +73,7 @@ export function eventCoreSettings(integer: Integer): Pick<
 export function eventSettings(env: Env, integer: Integer): EventSettings {
   return {
     webhookAllowedHosts: webhookAllowedHosts(env),
-    webhookTimeoutMs: integer('WEBHOOK_TIMEOUT_SECONDS', 10, 1, 300) * 1000,
+    webhookTimeoutMs: webhookTimeoutSeconds(integer) * 1000,
     webhookPollMs: integer('WEBHOOK_POLL_SECONDS', 2, 1, 3600) * 1000,
   };
 }

@@ -16,24 +16,19 @@ export interface EventPorts {
 const PRUNE_EVERY_MS = 60 * 60 * 1000;
 
 /**
- * The background work of events in a controller process: the delivery worker, which
- * attempts due webhook deliveries every `pollMs` (deliveries are rows in the database, so
- * those queued before a restart, or by another process, are picked up), and the hourly
- * pruning of the journal and of idempotent answers past their retention.
+ * The background work of events in a controller process: the delivery worker, which every
+ * `pollMs` fills its free delivery slots with due webhook deliveries (deliveries are rows in
+ * the database, so those queued before a restart, or by another process, are picked up; a
+ * slot that frees is filled again at once, by the core), and the hourly pruning of the
+ * journal and of idempotent answers past their retention. Attempts run beside the pruning
+ * and beside each other: a slow receiver holds its own slot only.
  */
 export function startEventWorkers(useCases: UseCases, pollMs: number, logger: HttpLogger): { stop(): Promise<void> } {
   let running: Promise<unknown> = Promise.resolve();
   let stopped = false;
   const deliver = (): void => {
-    running = running.then(async () => {
-      if (stopped) return;
-      try {
-        // A full batch is followed at once by the next.
-        while (!stopped && (await useCases.deliverWebhooks.execute(20)) >= 20);
-      } catch (error) {
-        logger.error({ err: error }, 'Webhook delivery failed');
-      }
-    });
+    if (stopped) return;
+    useCases.deliverWebhooks.fill().catch((error: unknown) => logger.error({ err: error }, 'Webhook delivery failed'));
   };
   const prune = (): void => {
     running = running.then(async () => {
@@ -56,7 +51,7 @@ export function startEventWorkers(useCases: UseCases, pollMs: number, logger: Ht
       stopped = true;
       clearInterval(deliveries);
       clearInterval(pruning);
-      await running;
+      await Promise.all([running, useCases.deliverWebhooks.stop()]);
     },
   };
 }

@@ -53,6 +53,26 @@ export interface Webhook {
   /** The signing secret, sealed with the SecretBox. */
   sealedSecret: string;
   created: Date;
+  /** How its receiver has been answering lately: what slows or pauses its deliveries. */
+  health: EndpointHealth;
+}
+
+/**
+ * Where a webhook's receiver stands: `active` (answering), `failing` (its last attempts
+ * failed: each next one waits its back-off) or `paused` (failed too often in a row: no
+ * attempt until `resumesAt`). A 2xx makes it `active` again.
+ */
+export type EndpointStatus = 'active' | 'failing' | 'paused';
+
+/** A webhook receiver's record of consecutive failures. */
+export interface EndpointHealth {
+  status: EndpointStatus;
+  /** Attempts failed in a row since the last 2xx. */
+  failures: number;
+  /** Why the last attempt failed; empty while active. */
+  lastError: string;
+  /** No attempt before this instant (its back-off, or the end of a pause); null while active. */
+  resumesAt: Date | null;
 }
 
 /** Where a delivery stands: waiting for an attempt, delivered (2xx), or given up. */

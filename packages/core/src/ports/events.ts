@@ -1,4 +1,4 @@
-import type { AuditEvent, EventQuery, IdempotentRequest, StoredResponse, Webhook, WebhookDelivery } from '../model/events';
+import type { AuditEvent, EndpointHealth, EventQuery, IdempotentRequest, StoredResponse, Webhook, WebhookDelivery } from '../model/events';
 import type { Page, Slice } from '../model/pagination';
 
 /** The audit journal: append-only, ordered by when each event was appended. */
@@ -31,20 +31,37 @@ export interface WebhookRepository {
   delete(app: string, uuid: string): Promise<void>;
   /** Deletes the app's webhooks with their deliveries (the app is being deleted). */
   deleteForApp(app: string): Promise<void>;
+  /**
+   * Claims the webhook until `until` in one atomic statement, unless another caller holds an
+   * unexpired claim or its health puts attempts off past `now`: true when this caller got it.
+   * The holder alone attempts the webhook's deliveries, so that no two are sent to one
+   * receiver at once, by any controller process.
+   */
+  claim(uuid: string, now: Date, until: Date): Promise<boolean>;
+  /** Records the receiver's health after an attempt and releases the claim. */
+  release(uuid: string, health: EndpointHealth): Promise<void>;
+}
+
+/** A webhook's oldest pending delivery, due now, with the owner of the webhook. */
+export interface DueDelivery {
+  delivery: WebhookDelivery;
+  owner: string;
 }
 
 /** Webhook deliveries. Lists are newest first. */
 export interface DeliveryRepository {
   create(delivery: WebhookDelivery): Promise<void>;
   listForWebhook(webhook: string, slice: Slice): Promise<Page<WebhookDelivery>>;
-  /** Pending deliveries due at `now` whose claim (if any) has lapsed, oldest first, at most `limit`. */
-  due(now: Date, limit: number): Promise<WebhookDelivery[]>;
   /**
-   * Claims a due delivery until `until` in one atomic statement, so that two controller
-   * processes never attempt it together; true when this caller got it.
+   * Of each webhook that is unclaimed and whose health lets it be attempted at `now`, its
+   * oldest pending delivery when that one is due: oldest first, at most `perOwner` of one
+   * owner's webhooks (so that one owner's backlog cannot fill the answer), at most `limit`
+   * in all. A later delivery of a webhook never comes before an earlier one still pending.
    */
-  claim(uuid: string, now: Date, until: Date): Promise<boolean>;
-  /** Records an attempt's outcome and releases the claim. */
+  dueHeads(now: Date, perOwner: number, limit: number): Promise<DueDelivery[]>;
+  /** The webhook's oldest pending delivery, due or not; null when none is pending. */
+  head(webhook: string): Promise<WebhookDelivery | null>;
+  /** Records an attempt's outcome. */
   record(delivery: WebhookDelivery): Promise<void>;
   /** Deletes delivered and failed deliveries created before `before` (retention); how many. */
   prune(before: Date): Promise<number>;

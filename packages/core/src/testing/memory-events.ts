@@ -1,6 +1,6 @@
-import type { AuditEvent, EventQuery, Webhook, WebhookDelivery } from '../model/events';
+import type { AuditEvent, EndpointHealth, EventQuery, Webhook, WebhookDelivery } from '../model/events';
 import type { Page, Slice } from '../model/pagination';
-import type { DeliveryRepository, EventRepository, WebhookRepository } from '../ports/events';
+import type { DeliveryRepository, DueDelivery, EventRepository, WebhookRepository } from '../ports/events';
 import { actionMatches } from '../rules/events';
 import { deepCopy } from './copy';
 import { page, type Context } from './memory-context';
@@ -39,13 +39,15 @@ export class MemoryEvents implements EventRepository {
   }
 
   async after(appUuid: string, after: string | null, limit: number): Promise<AuditEvent[]> {
-    const rows = this.c.read().events.filter((e) => e.appUuid === appUuid);
+    // Positions in the whole journal, as "seq" is: `after` may be an event of another app.
+    const all = this.c.read().events.values();
+    const own = (e: AuditEvent): boolean => e.appUuid === appUuid;
     let start = 0;
     if (after !== null) {
-      const index = rows.findIndex((e) => e.uuid === after);
-      start = index >= 0 ? index + 1 : rows.length;
+      const index = all.findIndex((e) => e.uuid === after);
+      start = index >= 0 ? index + 1 : all.findLastIndex(own) + 1;
     }
-    return rows.slice(start, start + limit).map(deepCopy);
+    return all.slice(start).filter(own).slice(0, limit).map(deepCopy);
   }
 
   async newest(appUuid: string): Promise<string | null> {
@@ -61,6 +63,20 @@ export class MemoryEvents implements EventRepository {
   }
 }
 
+interface ClaimedHook extends Webhook {
+  claimedUntil?: number;
+}
+
+/** Whether the webhook may be claimed at `now`: no live claim, and its health lets it be attempted. */
+function isFree(w: ClaimedHook, now: number): boolean {
+  return (w.claimedUntil === undefined || w.claimedUntil < now) && (w.health.resumesAt === null || w.health.resumesAt.getTime() <= now);
+}
+
+function stripHook(w: ClaimedHook): Webhook {
+  const { claimedUntil: _claimed, ...rest } = w;
+  return rest;
+}
+
 /** Webhooks in memory, oldest first. */
 export class MemoryWebhooks implements WebhookRepository {
   constructor(private readonly c: Context) {}
@@ -71,20 +87,21 @@ export class MemoryWebhooks implements WebhookRepository {
 
   async find(app: string, uuid: string): Promise<Webhook | null> {
     const found = this.c.read().webhooks.get(uuid);
-    return found && found.app === app ? deepCopy(found) : null;
+    return found && found.app === app ? stripHook(deepCopy(found)) : null;
   }
 
   async findByUuid(uuid: string): Promise<Webhook | null> {
     const found = this.c.read().webhooks.get(uuid);
-    return found ? deepCopy(found) : null;
+    return found ? stripHook(deepCopy(found)) : null;
   }
 
   async listForApp(app: string, slice: Slice): Promise<Page<Webhook>> {
-    return page(this.c.read().webhooks.filter((w) => w.app === app), slice);
+    const result = page(this.c.read().webhooks.filter((w) => w.app === app), slice);
+    return { count: result.count, items: result.items.map(stripHook) };
   }
 
   async allForApp(app: string): Promise<Webhook[]> {
-    return this.c.read().webhooks.filter((w) => w.app === app).map(deepCopy);
+    return this.c.read().webhooks.filter((w) => w.app === app).map((w) => stripHook(deepCopy(w)));
   }
 
   async countForApp(app: string): Promise<number> {
@@ -103,10 +120,20 @@ export class MemoryWebhooks implements WebhookRepository {
     tables.webhooks.removeWhere((w) => w.app === app);
     tables.deliveries.removeWhere((d) => d.app === app);
   }
-}
 
-interface Claimed extends WebhookDelivery {
-  claimedUntil?: number;
+  async claim(uuid: string, now: Date, until: Date): Promise<boolean> {
+    const tables = this.c.write();
+    const row = tables.webhooks.get(uuid) as ClaimedHook | undefined;
+    if (!row || !isFree(row, now.getTime())) return false;
+    tables.webhooks.set(uuid, { ...row, claimedUntil: until.getTime() } as ClaimedHook);
+    return true;
+  }
+
+  async release(uuid: string, health: EndpointHealth): Promise<void> {
+    const tables = this.c.write();
+    const row = tables.webhooks.get(uuid);
+    if (row) tables.webhooks.set(uuid, { ...stripHook(row), health });
+  }
 }
 
 /** Deliveries in memory. */
@@ -119,28 +146,38 @@ export class MemoryDeliveries implements DeliveryRepository {
 
   async listForWebhook(webhook: string, slice: Slice): Promise<Page<WebhookDelivery>> {
     const rows = this.c.read().deliveries.filter((d) => d.webhook === webhook).reverse();
-    return page(rows.map(strip), slice);
+    return page(rows, slice);
   }
 
-  async due(now: Date, limit: number): Promise<WebhookDelivery[]> {
-    return (this.c.read().deliveries.values() as Claimed[])
-      .filter((d) => isDue(d, now.getTime()))
-      .slice(0, limit)
-      .map((d) => strip(deepCopy(d)));
+  async dueHeads(now: Date, perOwner: number, limit: number): Promise<DueDelivery[]> {
+    const tables = this.c.read();
+    const at = now.getTime();
+    const heads = new Map<string, WebhookDelivery>();
+    for (const d of tables.deliveries.values()) {
+      if (d.status === 'pending' && !heads.has(d.webhook)) heads.set(d.webhook, d);
+    }
+    const taken = new Map<string, number>();
+    const due: DueDelivery[] = [];
+    for (const head of heads.values()) {
+      const hook = tables.webhooks.get(head.webhook) as ClaimedHook | undefined;
+      if (!hook || !isFree(hook, at) || head.nextAttempt === null || head.nextAttempt.getTime() > at) continue;
+      const n = taken.get(hook.owner) ?? 0;
+      if (n >= perOwner) continue;
+      taken.set(hook.owner, n + 1);
+      due.push({ delivery: deepCopy(head), owner: hook.owner });
+    }
+    return due.slice(0, limit);
   }
 
-  async claim(uuid: string, now: Date, until: Date): Promise<boolean> {
-    const tables = this.c.write();
-    const row = tables.deliveries.get(uuid) as Claimed | undefined;
-    if (!row || !isDue(row, now.getTime())) return false;
-    tables.deliveries.set(uuid, { ...row, claimedUntil: until.getTime() } as Claimed);
-    return true;
+  async head(webhook: string): Promise<WebhookDelivery | null> {
+    const found = this.c.read().deliveries.values().find((d) => d.webhook === webhook && d.status === 'pending');
+    return found ? deepCopy(found) : null;
   }
 
   async record(delivery: WebhookDelivery): Promise<void> {
     const tables = this.c.write();
     if (!tables.deliveries.has(delivery.uuid)) return;
-    tables.deliveries.set(delivery.uuid, strip(delivery));
+    tables.deliveries.set(delivery.uuid, delivery);
   }
 
   async prune(before: Date): Promise<number> {
@@ -149,13 +186,4 @@ export class MemoryDeliveries implements DeliveryRepository {
     for (const d of old) tables.deliveries.remove(d.uuid);
     return old.length;
   }
-}
-
-function isDue(d: Claimed, now: number): boolean {
-  return d.status === 'pending' && d.nextAttempt !== null && d.nextAttempt.getTime() <= now && (d.claimedUntil === undefined || d.claimedUntil < now);
-}
-
-function strip(d: Claimed): WebhookDelivery {
-  const { claimedUntil: _claimed, ...rest } = d;
-  return rest;
 }

@@ -88,6 +88,16 @@ export interface Settings {
 
 /** The defaults SPEC.md gives for every setting, and the platform's for the limits it adds. */
 export const DEFAULT_SETTINGS: Settings = Object.freeze({
+  /** Delivery attempts one controller process makes at once (`WEBHOOK_CONCURRENCY`). */
+  webhookConcurrency: number;
+  /** Of those, how many may go to the webhooks of one owner (`WEBHOOK_CONCURRENCY_PER_OWNER`). */
+  webhookConcurrencyPerOwner: number;
+  /** Failures in a row after which a webhook's receiver is paused (`WEBHOOK_PAUSE_AFTER_FAILURES`). */
+  webhookPauseAfterFailures: number;
+  /** How long a paused receiver gets no attempt (`WEBHOOK_PAUSE_MINUTES`). */
+  webhookPauseMinutes: number;
+  /** How long one attempt holds its webhook's claim: longer than the sender's timeout, so that no other process attempts it meanwhile. */
+  webhookClaimSeconds: number;
   platformDomain: 'localhost',
   // The platform's own names first, then names that look like the platform's or a mail
   // provider's own hosts (clients probe autodiscover and autoconfig for credentials): an app
@@ -133,6 +143,11 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
 export interface CoreDependencies {
   uow: UnitOfWork;
   scheduler: Scheduler;
+  webhookConcurrency: 8,
+  webhookConcurrencyPerOwner: 2,
+  webhookPauseAfterFailures: 5,
+  webhookPauseMinutes: 30,
+  webhookClaimSeconds: 70,
   logs: LogStore;
   keyParser: PublicKeyParser;
   certificateParser: CertificateParser;

@@ -35,7 +35,8 @@ import { GetAppTls, HttpsRedirectFor, IssuedCertificateFor, SetAppTls } from './
 import { AuthenticateKey, AuthorizeGitAccess, ListRetainedWorkdirs } from './sources';
 import { CheckBuilds } from './build-readiness';
 import { FollowEvents, ListAppEvents, ListEvents, PruneJournal } from './events';
-import { CreateWebhook, DeleteWebhook, DeliverWebhooks, GetWebhook, ListDeliveries, ListWebhooks } from './webhooks';
+import { CreateWebhook, DeleteWebhook, GetWebhook, ListDeliveries, ListWebhooks } from './webhooks';
+import { DeliverWebhooks } from './webhook-delivery';
 import { FinishIdempotentRequest, StartIdempotentRequest } from './idempotency';
 
 export * from './acme-renewal';
@@ -59,6 +60,7 @@ export * from './tls';
 export * from './journal';
 export * from './events';
 export * from './webhooks';
+export * from './webhook-delivery';
 export * from './idempotency';
 
 /** Every use case of the controller, by name. */

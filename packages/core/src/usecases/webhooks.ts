@@ -1,7 +1,8 @@
-import { NotFound, QuotaExceeded, Unavailable } from '../errors';
+import { NotFound, QuotaExceeded } from '../errors';
 import type { Webhook, WebhookDelivery } from '../model/events';
 import { assertPageExists, sliceOf, type Page, type PageRequest } from '../model/pagination';
-import { parseWebhookRequest, deliveryRetryDelaySeconds } from '../rules/events';
+import { parseWebhookRequest } from '../rules/events';
+import { HEALTHY_ENDPOINT } from '../rules/webhook-health';
 import { loadVisibleApp, type Actor, type CoreDependencies } from './context';
 import { journal } from './journal';
 
@@ -34,6 +35,7 @@ export class CreateWebhook {
         events: request.events,
         sealedSecret: this.deps.secrets.seal(secret),
         created: this.deps.clock.now(),
+        health: HEALTHY_ENDPOINT,
       };
       await repos.webhooks.create(webhook);
       await journal(repos, this.deps, actor, { action: 'app.webhook_create', app, target: webhook.uuid, summary: `${actor.user.username} added a webhook to ${new URL(webhook.url).host}` });
@@ -100,70 +102,5 @@ export class ListDeliveries {
     const result = await this.deps.uow.repositories.deliveries.listForWebhook(webhook.uuid, sliceOf(page));
     assertPageExists(page, result.count);
     return result;
-  }
-}
-
-/** How long one attempt may hold its claim on a delivery: longer than the sender's timeout. */
-const CLAIM_SECONDS = 60;
-
-/**
- * Attempts every due delivery once, oldest first: a 2xx marks it delivered; anything else
- * schedules the next attempt with a doubling pause, until `webhookRetryHours` after the
- * event, when it is marked failed. Each delivery is claimed in one statement first, so
- * that several controller processes (or a restarted one) never deliver it together, and a
- * delivered one is never sent again.
- */
-export class DeliverWebhooks {
-  constructor(
-    private readonly deps: Pick<CoreDependencies, 'uow' | 'clock' | 'secrets' | 'settings' | 'webhookSender' | 'webhookSigner' | 'deliveryObserver'>,
-  ) {}
-
-  /** How many deliveries were attempted. @throws Unavailable without a sender and a signer. */
-  async execute(limit = 20): Promise<number> {
-    const { uow, clock, webhookSender: sender, webhookSigner: signer } = this.deps;
-    if (!sender || !signer) throw new Unavailable('WEBHOOK.NO_SENDER', 'This server cannot deliver webhooks.');
-    const repos = uow.repositories;
-    const due = await repos.deliveries.due(clock.now(), limit);
-    let attempted = 0;
-    for (const delivery of due) {
-      const now = clock.now();
-      if (!(await repos.deliveries.claim(delivery.uuid, now, new Date(now.getTime() + CLAIM_SECONDS * 1000)))) continue;
-      const webhook = await repos.webhooks.findByUuid(delivery.webhook);
-      if (!webhook) continue;
-      attempted += 1;
-      const secret = this.deps.secrets.open(webhook.sealedSecret);
-      const attempt = await sender.send(
-        webhook.url,
-        {
-          'Content-Type': 'application/json',
-          'Svc-Webhook-Id': webhook.uuid,
-          'Svc-Delivery-Id': delivery.uuid,
-          'Svc-Event': delivery.action,
-          'Svc-Webhook-Hmac-SHA256': signer.sign(secret, delivery.payload),
-        },
-        delivery.payload,
-      );
-      await repos.deliveries.record(this.outcome(delivery, attempt.status, attempt.error));
-    }
-    return attempted;
-  }
-
-  private outcome(delivery: WebhookDelivery, status: number | null, error: string): WebhookDelivery {
-    const now = this.deps.clock.now();
-    const attempts = delivery.attempts + 1;
-    const base = { ...delivery, attempts, lastCode: status, lastAttempt: now };
-    if (status !== null && status >= 200 && status < 300) {
-      this.deps.deliveryObserver?.attempted('delivered');
-      return { ...base, status: 'delivered', nextAttempt: null, lastError: '' };
-    }
-    const next = new Date(now.getTime() + deliveryRetryDelaySeconds(attempts, this.deps.settings.webhookRetryBaseSeconds) * 1000);
-    const giveUpAt = delivery.created.getTime() + this.deps.settings.webhookRetryHours * 3_600_000;
-    const reason = error || `the receiver answered ${status ?? 'nothing'}`;
-    if (next.getTime() > giveUpAt) {
-      this.deps.deliveryObserver?.attempted('failed');
-      return { ...base, status: 'failed', nextAttempt: null, lastError: reason };
-    }
-    this.deps.deliveryObserver?.attempted('retrying');
-    return { ...base, status: 'pending', nextAttempt: next, lastError: reason };
   }
 }

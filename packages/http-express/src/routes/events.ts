@@ -13,7 +13,19 @@ function filtersOf(req: Request): Record<string, unknown> {
 }
 
 function presentWebhook(webhook: Webhook): Record<string, unknown> {
-  return { uuid: webhook.uuid, app: webhook.app, owner: webhook.owner, url: webhook.url, events: webhook.events, created: webhook.created.toISOString() };
+  const { health } = webhook;
+  return {
+    uuid: webhook.uuid,
+    app: webhook.app,
+    owner: webhook.owner,
+    url: webhook.url,
+    events: webhook.events,
+    created: webhook.created.toISOString(),
+    status: health.status,
+    failures: health.failures,
+    last_error: health.lastError,
+    resumes_at: health.resumesAt === null ? null : health.resumesAt.toISOString(),
+  };
 }
 
 function presentDelivery(delivery: WebhookDelivery): Record<string, unknown> {

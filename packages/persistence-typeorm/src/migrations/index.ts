@@ -24,6 +24,8 @@ import { JournalByAppSqlite1796300000036 } from './sqlite/1796300000036-journal-
 import { JournalByAppPostgres1796300000036 } from './postgres/1796300000036-journal-by-app';
 
 type MigrationClass = new () => MigrationInterface;
+import { WebhookHealthSqlite1796500000034 } from './sqlite/1796500000034-webhook-health';
+import { WebhookHealthPostgres1796500000034 } from './postgres/1796500000034-webhook-health';
 
 /*
  * One ordered list per dialect. A migration is never edited once released: a change to
@@ -45,6 +47,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
   ],
   postgres: [
     InitialSchemaPostgres1763712000000,
+    WebhookHealthSqlite1796500000034,
     SharedStatePostgres1763798400000,
     BuildWorkdirPostgres1763884800000,
     ListCountsPostgres1763990000000,
@@ -59,6 +62,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
 };
 
 /** The migrations of `dialect`, oldest first. */
+    WebhookHealthPostgres1796500000034,
 export function migrationsFor(dialect: Dialect): MigrationClass[] {
   return [...MIGRATIONS[dialect]];
 }

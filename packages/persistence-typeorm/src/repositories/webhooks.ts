@@ -1,4 +1,15 @@
-import type { DeliveryRepository, DeliveryStatus, Page, Slice, Webhook, WebhookDelivery, WebhookRepository } from '@svc/core';
+import type {
+  DeliveryRepository,
+  DeliveryStatus,
+  DueDelivery,
+  EndpointHealth,
+  EndpointStatus,
+  Page,
+  Slice,
+  Webhook,
+  WebhookDelivery,
+  WebhookRepository,
+} from '@svc/core';
 import type { RawRow } from '../rows';
 import { countOf } from '../rows';
 import type { Session } from '../session';
@@ -15,8 +26,8 @@ import {
   type Statement,
 } from '../sql';
 
-const HOOK_COLUMNS = '"uuid", "app", "owner", "url", "events", "sealed_secret", "created"';
-const CREATE_HOOK = statement(`INSERT INTO "webhooks" (${HOOK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)`);
+const HOOK_COLUMNS = '"uuid", "app", "owner", "url", "events", "sealed_secret", "created", "status", "failures", "last_error", "resumes_at"';
+const CREATE_HOOK = statement(`INSERT INTO "webhooks" (${HOOK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`);
 const FIND_HOOK = statement(`SELECT ${HOOK_COLUMNS} FROM "webhooks" WHERE "uuid" = ?`, `SELECT ${HOOK_COLUMNS} FROM "webhooks" WHERE "uuid" = ?`);
 const HOOKS_OF_APP = statement(`SELECT ${HOOK_COLUMNS} FROM "webhooks" WHERE "app" = ? ORDER BY "created", "uuid"`);
 const PAGE_OF_HOOKS = statement(`SELECT ${HOOK_COLUMNS} FROM "webhooks" WHERE "app" = ? ORDER BY "created", "uuid" LIMIT ? OFFSET ?`);
@@ -25,6 +36,14 @@ const DELETE_HOOK = statement('DELETE FROM "webhooks" WHERE "app" = ? AND "uuid"
 const DELETE_HOOK_DELIVERIES = statement('DELETE FROM "webhook_deliveries" WHERE "webhook" = ?', 'DELETE FROM "webhook_deliveries" WHERE "webhook" = ?');
 const DELETE_APP_HOOKS = statement('DELETE FROM "webhooks" WHERE "app" = ?');
 const DELETE_APP_DELIVERIES = statement('DELETE FROM "webhook_deliveries" WHERE "app" = ?');
+// One statement: of two processes that saw the same due webhook, one gets it.
+const CLAIM_HOOK = statement(
+  'UPDATE "webhooks" SET "claimed_until" = ? WHERE "uuid" = ? AND ("claimed_until" IS NULL OR "claimed_until" < ?) ' +
+    'AND ("resumes_at" IS NULL OR "resumes_at" <= ?) RETURNING "uuid"',
+);
+const RELEASE_HOOK = statement(
+  'UPDATE "webhooks" SET "status" = ?, "failures" = ?, "last_error" = ?, "resumes_at" = ?, "claimed_until" = NULL WHERE "uuid" = ?',
+);
 
 function webhookOf(raw: RawRow): Webhook {
   return {
@@ -35,6 +54,12 @@ function webhookOf(raw: RawRow): Webhook {
     events: readJson<string[]>(raw.events),
     sealedSecret: raw.sealed_secret as string,
     created: readInstant(raw.created),
+    health: {
+      status: raw.status as EndpointStatus,
+      failures: readInteger(raw.failures),
+      lastError: raw.last_error as string,
+      resumesAt: readOptionalInstant(raw.resumes_at),
+    },
   };
 }
 
@@ -48,9 +73,11 @@ export class TypeOrmWebhookRepository implements WebhookRepository {
   constructor(private readonly session: Session) {}
 
   async create(webhook: Webhook): Promise<void> {
+    const { dialect } = this.session;
+    const { health } = webhook;
     await write(this.session, CREATE_HOOK, [
       webhook.uuid, webhook.app, webhook.owner, webhook.url, writeJson(webhook.events), webhook.sealedSecret,
-      writeInstant(this.session.dialect, webhook.created),
+      writeInstant(dialect, webhook.created), health.status, health.failures, health.lastError, writeOptionalInstant(dialect, health.resumesAt),
     ]);
   }
 
@@ -95,6 +122,16 @@ export class TypeOrmWebhookRepository implements WebhookRepository {
       await sql.run(DELETE_APP_DELIVERIES, [app]);
     });
   }
+
+  async claim(uuid: string, now: Date, until: Date): Promise<boolean> {
+    const { dialect } = this.session;
+    const at = writeInstant(dialect, now);
+    return (await write(this.session, CLAIM_HOOK, [writeInstant(dialect, until), uuid, at, at])).length > 0;
+  }
+
+  async release(uuid: string, health: EndpointHealth): Promise<void> {
+    await write(this.session, RELEASE_HOOK, [health.status, health.failures, health.lastError, writeOptionalInstant(this.session.dialect, health.resumesAt), uuid]);
+  }
 }
 
 const DELIVERY_COLUMNS =
@@ -108,20 +145,18 @@ const COUNT_DELIVERIES = statement(
   'SELECT COUNT(*) AS "n" FROM "webhook_deliveries" WHERE "webhook" = ?',
   'SELECT COUNT(*) AS "n" FROM "webhook_deliveries" WHERE "webhook" = ?',
 );
-const DUE = statement(
-  `SELECT ${DELIVERY_COLUMNS} FROM "webhook_deliveries" WHERE "status" = 'pending' AND "next_attempt" <= ? ` +
-    'AND ("claimed_until" IS NULL OR "claimed_until" < ?) ORDER BY "seq" LIMIT ?',
+const PREFIXED_DELIVERY_COLUMNS = DELIVERY_COLUMNS.split(', ').map((column) => `d.${column}`).join(', ');
+// Each webhook's oldest pending delivery (the partial index), when it is due and the
+// webhook is free; ranked per owner so that one owner's backlog cannot fill the answer.
+const DUE_HEADS = statement(
+  `SELECT ${DELIVERY_COLUMNS}, "owner" FROM (SELECT ${PREFIXED_DELIVERY_COLUMNS}, d."seq", w."owner", ` +
+    'ROW_NUMBER() OVER (PARTITION BY w."owner" ORDER BY d."seq") AS "turn" FROM "webhooks" w JOIN "webhook_deliveries" d ON d."seq" = ' +
+    `(SELECT MIN(p."seq") FROM "webhook_deliveries" p WHERE p."webhook" = w."uuid" AND p."status" = 'pending') ` +
+    'WHERE (w."claimed_until" IS NULL OR w."claimed_until" < ?) AND (w."resumes_at" IS NULL OR w."resumes_at" <= ?) AND d."next_attempt" <= ?) heads ' +
+    'WHERE "turn" <= ? ORDER BY "seq" LIMIT ?',
 );
-// One statement: of two processes that read the same due delivery, one gets it.
-const CLAIM = statement(
-  `UPDATE "webhook_deliveries" SET "claimed_until" = ? WHERE "uuid" = ? AND "status" = 'pending' AND "next_attempt" <= ? ` +
-    'AND ("claimed_until" IS NULL OR "claimed_until" < ?) RETURNING "uuid"',
-  `UPDATE "webhook_deliveries" SET "claimed_until" = ? WHERE "uuid" = ? AND "status" = 'pending' AND "next_attempt" <= ? ` +
-    'AND ("claimed_until" IS NULL OR "claimed_until" < ?) RETURNING "uuid"',
-);
+const HEAD = statement(`SELECT ${DELIVERY_COLUMNS} FROM "webhook_deliveries" WHERE "webhook" = ? AND "status" = 'pending' ORDER BY "seq" LIMIT 1`);
 const RECORD = statement(
-  'UPDATE "webhook_deliveries" SET "status" = ?, "attempts" = ?, "next_attempt" = ?, "last_code" = ?, "last_attempt" = ?, ' +
-    '"last_error" = ?, "claimed_until" = NULL WHERE "uuid" = ?',
   'UPDATE "webhook_deliveries" SET "status" = ?, "attempts" = ?, "next_attempt" = ?, "last_code" = ?, "last_attempt" = ?, ' +
     '"last_error" = ?, "claimed_until" = NULL WHERE "uuid" = ?',
 );
@@ -164,15 +199,15 @@ export class TypeOrmDeliveryRepository implements DeliveryRepository {
     return { count, items: rows.map(deliveryOf) };
   }
 
-  async due(now: Date, limit: number): Promise<WebhookDelivery[]> {
+  async dueHeads(now: Date, perOwner: number, limit: number): Promise<DueDelivery[]> {
     const at = writeInstant(this.session.dialect, now);
-    return (await this.session.rows<RawRow>(DUE, [at, at, limit])).map(deliveryOf);
+    const rows = await this.session.rows<RawRow>(DUE_HEADS, [at, at, at, perOwner, limit]);
+    return rows.map((raw) => ({ delivery: deliveryOf(raw), owner: raw.owner as string }));
   }
 
-  async claim(uuid: string, now: Date, until: Date): Promise<boolean> {
-    const { dialect } = this.session;
-    const at = writeInstant(dialect, now);
-    return (await write(this.session, CLAIM, [writeInstant(dialect, until), uuid, at, at])).length > 0;
+  async head(webhook: string): Promise<WebhookDelivery | null> {
+    const [raw] = await this.session.rows<RawRow>(HEAD, [webhook]);
+    return raw === undefined ? null : deliveryOf(raw);
   }
 
   async record(d: WebhookDelivery): Promise<void> {

@@ -34,6 +34,7 @@ export * from './rules/login-throttle';
 export * from './rules/quotas';
 export * from './rules/releases';
 export * from './rules/rollbacks';
+export * from './rules/run-slots';
 export * from './rules/sources';
 export * from './rules/supervision';
 export * from './rules/users';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { BuildSlotStore, IdempotencyStore, LogStore, TlsStore, UnitOfWork } from '@svc/core';
 import { TypeOrmIdempotencyStore } from './idempotency-store';
-import { TypeOrmBuildSlotStore } from './build-slot-store';
+import { RUN_SLOTS, TypeOrmBuildSlotStore } from './build-slot-store';
 import { DatabaseJournalSignal, type JournalSignalOptions } from './journal-signal';
 import type { Dialect } from './dialect';
 import { PostgresEngine, SqliteEngine, type ManagedEngine, type PoolStats } from './engines';
@@ -48,6 +48,8 @@ export interface Database {
   createIdempotencyStore(): IdempotencyStore;
   /** The running builds' slots (`QUOTA_BUILDS_PER_USER`), shared by every process that uses this database. */
   createBuildSlotStore(): BuildSlotStore;
+  /** The running one-off processes' slots (`QUOTA_RUNS_PER_USER`: runs and release phases), shared by every process that uses this database. */
+  createRunSlotStore(): BuildSlotStore;
   /** Tells followers of the audit journal when any process that uses this database appended to it. */
   createJournalSignal(options?: Partial<JournalSignalOptions>): DatabaseJournalSignal;
   /** A LogStore in this database, shared by every process that uses it. */
@@ -155,6 +157,9 @@ export async function createDatabase(options: DatabaseOptions): Promise<Database
     },
     createBuildSlotStore() {
       return new TypeOrmBuildSlotStore(session);
+    },
+    createRunSlotStore() {
+      return new TypeOrmBuildSlotStore(session, RUN_SLOTS);
     },
     createJournalSignal(signalOptions = {}) {
       const postgres = engine.dialect === 'postgres';

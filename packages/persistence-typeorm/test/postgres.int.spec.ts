@@ -7,6 +7,7 @@ import { describeRepositoryContracts } from '@svc/core/testing';
 import type { QueryRunner } from 'typeorm';
 import { createDatabase, type Database, type DatabaseOptions } from '../src';
 import { ListCountsPostgres1763990000000 } from '../src/migrations/postgres/1763990000000-list-counts';
+import { migrationsFor } from '../src/migrations';
 
 const baseUrl = process.env.TEST_DATABASE_URL;
 const ALL = { offset: 0, limit: 100 };
@@ -39,6 +40,7 @@ const TABLES = [
   'webhook_deliveries',
   'idempotency_keys',
   'build_slots',
+  'run_slots',
 ];
 
 async function seedUserAndApps(repos: Repositories, ...ids: string[]): Promise<App[]> {
@@ -190,6 +192,7 @@ if (baseUrl === undefined || baseUrl === '') {
           [
             'ix_apps_owner_id',
             'ix_build_slots_username',
+            'ix_run_slots_username',
             'ix_builds_app_created',
             'ix_certificates_owner_common_name',
             'ix_configs_app',
@@ -263,6 +266,7 @@ if (baseUrl === undefined || baseUrl === '') {
           { name: 'InitialSchema1763712000000' },
           { name: 'ListCounts1763990000000' },
           { name: 'LoginFailureAddress1764000000010' },
+          { name: 'RunSlots1796400000037' },
           { name: 'SharedState1763798400000' },
           { name: 'TlsState1764200000000' },
         ]);
@@ -275,7 +279,7 @@ if (baseUrl === undefined || baseUrl === '') {
         await Promise.all([first.migrate(), second.migrate(), db.migrate()]);
 
         // Each migration once: as many rows as the migration set has (the list above).
-        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(9);
+        expect((await admin.query('SELECT name FROM schema_migrations')).rowCount).toBe(migrationsFor('postgres').length);
       });
 
       it('ListCounts counts the rows already there when applied, and again after a TRUNCATE', async () => {

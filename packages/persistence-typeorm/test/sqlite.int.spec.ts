@@ -128,6 +128,7 @@ describe('SQLite persistence', () => {
             'app_totals',
             'apps',
             'build_slots',
+            'run_slots',
             'builds',
             'certificates',
             'configs',
@@ -151,6 +152,7 @@ describe('SQLite persistence', () => {
             'webhooks',
             'ix_apps_owner_id',
             'ix_build_slots_username',
+            'ix_run_slots_username',
             'ix_builds_app_created',
             'ix_certificates_owner_common_name',
             'ix_configs_app',
@@ -278,6 +280,7 @@ describe('SQLite persistence', () => {
           'InitialSchema1763712000000',
           'ListCounts1763990000000',
           'LoginFailureAddress1764000000010',
+          'RunSlots1796400000037',
           'SharedState1763798400000',
           'TlsState1764200000000',
         ]);

@@ -35,7 +35,7 @@ import { SCHEDULER_TOKENS, boundSchedulers, schedulerEndpoints, schedulerModule,
 export type { DockerSchedulerSetup, ProcessSchedulerSetup } from './schedulers';
 import { buildsModule, type BuildpackSetup, type CompilerKind, type DockerCompileSetup } from './compose-builds';
 import type { EventPorts } from './events';
-import { boundBuildSlots, persistenceModule, type DatabaseHandle } from './persistence';
+import { boundBuildSlots, boundRunSlots, persistenceModule, type DatabaseHandle } from './persistence';
 
 /** Any use case class: constructed from the core's dependencies. */
 type UseCaseClass = new (deps: CoreDependencies) => object;
@@ -216,6 +216,7 @@ const coreModule = (settings: Settings, metrics: ControllerMetrics | undefined, 
       compiler: ctx.get<SourceCompiler | null>(TOKENS.SourceCompiler),
       buildpacks: ctx.get<BuildpackCatalog | null>(TOKENS.BuildpackCatalog),
       buildSlots: boundBuildSlots(ctx),
+      runSlots: boundRunSlots(ctx),
       deployObserver: metrics,
       tls,
       acme,

@@ -1,4 +1,4 @@
-import { API_VERSIONS, DEFAULT_SETTINGS, type ApiVersion, type RegistrationMode, type Settings } from '@svc/core';
+import { API_VERSIONS, DEFAULT_RUNS_PER_USER, DEFAULT_SETTINGS, type ApiVersion, type RegistrationMode, type Settings } from '@svc/core';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parseChaosSpec, type ChaosOptions } from '@svc/scheduler-chaos';
@@ -403,6 +403,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     },
     buildRetention: integer(env, 'BUILD_RETENTION', DEFAULT_SETTINGS.buildRetention, 1, 1000),
     buildsPerUser: integer(env, 'QUOTA_BUILDS_PER_USER', DEFAULT_SETTINGS.buildsPerUser, 1, 10_000),
+    runsPerUser: integer(env, 'QUOTA_RUNS_PER_USER', DEFAULT_SETTINGS.runsPerUser ?? DEFAULT_RUNS_PER_USER, 1, 10_000),
     deployLeaseSeconds: integer(env, 'DEPLOY_LEASE_SECONDS', DEFAULT_SETTINGS.deployLeaseSeconds, 3, 3600),
     buildpackUrlAllow: buildpackUrlAllow(env),
     releasePhaseTimeoutSeconds: integer(env, 'RELEASE_PHASE_TIMEOUT_SECONDS', DEFAULT_SETTINGS.releasePhaseTimeoutSeconds, 1, 24 * 3600),

@@ -1,4 +1,4 @@
-import { TooMany } from '../errors';
+import { TooMany, type DomainError } from '../errors';
 import type { BuildSlot, BuildSlotClaim, BuildSlotStore } from '../ports/build-slots';
 import type { Clock, IdGenerator, Timer } from '../ports/services';
 
@@ -47,27 +47,33 @@ export class InMemoryBuildSlotStore implements BuildSlotStore {
  */
 export class BuildSlots {
   private readonly ttlMs: number;
+  private readonly refusal: (held: number) => DomainError;
 
+  /**
+   * `options.refusal` is the error of a take past the limit (default: `tooManyBuilds`); the
+   * same slots count other things that run, such as one-off processes (`RunSlots`).
+   */
   constructor(
     private readonly store: BuildSlotStore,
     private readonly clock: Clock,
     private readonly timer: Timer,
     private readonly ids: Pick<IdGenerator, 'uuid'>,
-    options: { ttlMs?: number } = {},
+    options: { ttlMs?: number; refusal?: (held: number) => DomainError } = {},
   ) {
     this.ttlMs = options.ttlMs ?? BUILD_SLOT_TTL_MS;
+    this.refusal = options.refusal ?? tooManyBuilds;
   }
 
   /**
    * Takes one more build slot of `username`, renewed until the function returned gives it
    * back (once).
-   * @throws TooMany (`BUILD.TOO_MANY`) when the user already runs `limit` builds.
+   * @throws TooMany (`BUILD.TOO_MANY`, or the constructor's refusal) when the user already holds `limit` slots.
    */
   async take(username: string, limit: number): Promise<() => Promise<void>> {
     const now = this.clock.now();
     const build = this.ids.uuid();
     const claim = await this.store.acquire({ build, username, started: now, expires: this.expiry() }, limit, now);
-    if (!claim.taken) throw tooManyBuilds(claim.held);
+    if (!claim.taken) throw this.refusal(claim.held);
     const stopRenewing = this.timer.every(this.ttlMs / 3, () => void this.store.renew(build, this.expiry()).catch(() => undefined));
     let held = true;
     return async () => {

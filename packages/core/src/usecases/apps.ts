@@ -1,15 +1,16 @@
 import { AlreadyExists, NotFound, Unavailable, ValidationFailed } from '../errors';
 import { FollowerSlots } from './follower-slots';
-import type { App, Config, Container, LogEntry, Release } from '../model/entities';
+import type { App, Build, Config, Container, LogEntry, Release } from '../model/entities';
 import type { Page, PageRequest } from '../model/pagination';
 import { assertPageExists, sliceOf } from '../model/pagination';
 import { formatLogLine } from '../model/time';
 import type { RunResult } from '../ports/services';
 import { assertValidAppId, generateAppName, isAdmin } from '../rules/apps';
 import { releaseEnvironment } from '../rules/config';
+import { DEFAULT_RUNS_PER_USER, runSlotsOf } from '../rules/run-slots';
 import { FieldErrorCollector, bodyObject, optionalString, requiredString, toInteger } from '../rules/fields';
 import { loadAdministeredApp, loadVisibleApp, logEvent, type Actor, type CoreDependencies } from './context';
-import { currentReleaseWithBuild } from './deploy';
+import { currentReleaseWithBuild, type ReleaseState } from './deploy';
 import { withAppLease, type LeaseDependencies } from './leases';
 import { assertAppQuotaLocked } from './quotas';
 import { journal } from './journal';
@@ -332,9 +333,13 @@ function lastIndexOfEntry(entries: readonly LogEntry[], entry: LogEntry): number
 
 /** Runs a one-off command on the current release and waits for it. */
 export class RunCommand {
-  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'scheduler' | 'ids' | 'clock' | 'logs' | 'settings'>) {}
+  constructor(private readonly deps: Pick<CoreDependencies, 'uow' | 'scheduler' | 'ids' | 'clock' | 'timer' | 'logs' | 'settings' | 'runSlots'>) {}
 
-  /** @throws ValidationFailed without a command; NoBuild; NotFound, AppNotVisible; Unavailable when the scheduler fails. */
+  /**
+   * The run holds one of the owner's run slots while it runs (`settings.runsPerUser`, ADR 0037).
+   * @throws ValidationFailed without a command; NoBuild; NotFound, AppNotVisible; TooMany
+   *   (`RUN.TOO_MANY`) past the owner's quota; Unavailable when the scheduler fails.
+   */
   async execute(actor: Actor, appId: string, body: unknown): Promise<RunResult> {
     const errors = new FieldErrorCollector();
     const command = requiredString(errors, bodyObject(body), 'command', 64 * 1024);
@@ -344,6 +349,18 @@ export class RunCommand {
     const repos = this.deps.uow.repositories;
     const app = await loadVisibleApp(repos, actor, appId);
     const state = await currentReleaseWithBuild(repos, app.id);
+    // Charged to the app's owner, whoever runs it, as the app's scaled processes are.
+    const releaseSlot = await runSlotsOf(this.deps).take(app.owner, this.deps.settings.runsPerUser ?? DEFAULT_RUNS_PER_USER);
+    try {
+      return await this.runOnce(actor, app, state, command!);
+    } finally {
+      await releaseSlot();
+    }
+  }
+
+  /** Records the run's container, runs the command through the scheduler, removes the record and journals the run. */
+  private async runOnce(actor: Actor, app: App, state: ReleaseState & { build: Build }, command: string): Promise<RunResult> {
+    const repos = this.deps.uow.repositories;
     const runs = await repos.containers.listForApp(app.id, { type: 'run' });
     const now = this.deps.clock.now();
     const container: Container = {
@@ -351,7 +368,7 @@ export class RunCommand {
       type: 'run', num: runs.reduce((max, c) => Math.max(max, c.num), 0) + 1, state: 'up', created: now, updated: now,
     };
     await repos.containers.create(container);
-    await logEvent(this.deps, app.id, `${actor.user.username} runs '${command!}'`);
+    await logEvent(this.deps, app.id, `${actor.user.username} runs '${command}'`);
     let result: RunResult;
     try {
       result = await this.deps.scheduler.run({
@@ -359,7 +376,7 @@ export class RunCommand {
         release: state.release.version,
         image: state.build.image,
         workdir: state.build.workdir ?? null,
-        command: command!,
+        command,
         env: releaseEnvironment(state.config.values, app.id, state.release.version),
         timeoutSeconds: this.deps.settings.runTimeoutSeconds,
         outputLimitBytes: this.deps.settings.runOutputLimitBytes,

@@ -59,6 +59,12 @@ export interface Settings {
   quotas: Quotas;
   /** Builds (Dockerfile, Procfile or buildpack) one user may run at once in this process (`QUOTA_BUILDS_PER_USER`); more are refused 429. */
   buildsPerUser: number;
+  /**
+   * One-off processes (`run`s and release phases) the apps of one owner may run at once, over
+   * every controller process on the database (`QUOTA_RUNS_PER_USER`); more are refused 429
+   * `RUN.TOO_MANY`. Absent: `DEFAULT_RUNS_PER_USER`.
+   */
+  runsPerUser?: number;
   /** How many of an app's most recently released builds keep their source, so that they can be rolled back to. */
   buildRetention: number;
   /**
@@ -128,6 +134,7 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
     domainsPerApp: 100,
   }),
   buildsPerUser: 2,
+  runsPerUser: 5,
   buildRetention: 10,
   deployLeaseSeconds: 30,
   buildpackUrlAllow: Object.freeze([]),
@@ -174,6 +181,12 @@ export interface CoreDependencies {
    * holds across them); absent or null: counted in this process's memory.
    */
   buildSlots?: BuildSlotStore | null;
+  /**
+   * The running one-off processes (`run`s and release phases) of every controller process on
+   * the database (`QUOTA_RUNS_PER_USER`), in the same shape as builds' slots; absent or null:
+   * counted in this process's memory.
+   */
+  runSlots?: BuildSlotStore | null;
   /** Watches deploys (metrics); none when absent. */
   deployObserver?: DeployObserver;
   /** The TLS state of names and the apps' HTTPS settings; absent or null: every name shows `none`. */

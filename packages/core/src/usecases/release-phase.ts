@@ -2,6 +2,7 @@ import type { App, Build, LogEntry } from '../model/entities';
 import { escapeLogEntry } from '../model/log-escape';
 import { releaseEnvironment } from '../rules/config';
 import { lastLines, releasePhaseCommand, releasePhaseFailure, runTimedOut } from '../rules/releases';
+import { DEFAULT_RUNS_PER_USER, runSlotsOf } from '../rules/run-slots';
 import { logEvent, type CoreDependencies } from './context';
 import type { ReleaseState } from './deploy';
 import { schedulerFailure } from './scheduler-failure';
@@ -16,19 +17,37 @@ const LOG_BATCH = 500;
  * Runs the release phase of a new release whose build has a `release` process type: its
  * command once, on the new build with the new config and version, before any of the
  * release's processes start. Its output goes to the app's log (`svc[release]`) and to
- * `output`. A build without `release` does nothing.
- * @throws Unavailable `RELEASE.PHASE_FAILED` when it exits non-zero or times out (with its
- *   exit code or the timeout and its last lines); Unavailable `SCHEDULER.FAILED` when the
- *   scheduler cannot run it.
+ * `output`. A build without `release` does nothing. It holds one of the app owner's run slots
+ * while it runs, as a `run` does (ADR 0037).
+ * @throws TooMany (`RUN.TOO_MANY`) when the owner's apps already run `settings.runsPerUser`
+ *   one-off processes (nothing ran); Unavailable `RELEASE.PHASE_FAILED` when it exits
+ *   non-zero or times out (with its exit code or the timeout and its last lines); Unavailable
+ *   `SCHEDULER.FAILED` when the scheduler cannot run it.
  */
 export async function runReleasePhase(
-  deps: Pick<CoreDependencies, 'scheduler' | 'settings' | 'logs' | 'clock'>,
+  deps: Pick<CoreDependencies, 'scheduler' | 'settings' | 'logs' | 'clock' | 'uow' | 'timer' | 'ids' | 'runSlots'>,
   app: App,
   state: ReleaseState & { build: Build },
   output: (line: string) => void,
 ): Promise<void> {
   const command = releasePhaseCommand(state.build.procfile);
   if (command === null) return;
+  const releaseSlot = await runSlotsOf(deps).take(app.owner, deps.settings.runsPerUser ?? DEFAULT_RUNS_PER_USER);
+  try {
+    await runCommand(deps, app, state, command, output);
+  } finally {
+    await releaseSlot();
+  }
+}
+
+/** Runs the release phase's command and reports its outcome (see runReleasePhase). */
+async function runCommand(
+  deps: Pick<CoreDependencies, 'scheduler' | 'settings' | 'logs' | 'clock'>,
+  app: App,
+  state: ReleaseState & { build: Build },
+  command: string,
+  output: (line: string) => void,
+): Promise<void> {
   const version = state.release.version;
   const timeoutSeconds = deps.settings.releasePhaseTimeoutSeconds;
   output(`Running the release phase of v${version}: ${command}`);

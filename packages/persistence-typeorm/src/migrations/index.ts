@@ -18,6 +18,8 @@ import { EventsSqlite1795734000000 } from './sqlite/1795734000000-events';
 import { EventsPostgres1795734000000 } from './postgres/1795734000000-events';
 import { BuildSlotsSqlite1795820400000 } from './sqlite/1795820400000-build-slots';
 import { BuildSlotsPostgres1795820400000 } from './postgres/1795820400000-build-slots';
+import { RunSlotsSqlite1796400000037 } from './sqlite/1796400000037-run-slots';
+import { RunSlotsPostgres1796400000037 } from './postgres/1796400000037-run-slots';
 import { AcmeFairnessSqlite1796200000033 } from './sqlite/1796200000033-acme-fairness';
 import { AcmeFairnessPostgres1796200000033 } from './postgres/1796200000033-acme-fairness';
 import { JournalByAppSqlite1796300000036 } from './sqlite/1796300000036-journal-by-app';
@@ -42,6 +44,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     TlsStateSqlite1764200000000,
     EventsSqlite1795734000000,
     BuildSlotsSqlite1795820400000,
+    RunSlotsSqlite1796400000037,
     AcmeFairnessSqlite1796200000033,
     JournalByAppSqlite1796300000036,
   ],
@@ -56,6 +59,7 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     TlsStatePostgres1764200000000,
     EventsPostgres1795734000000,
     BuildSlotsPostgres1795820400000,
+    RunSlotsPostgres1796400000037,
     AcmeFairnessPostgres1796200000033,
     JournalByAppPostgres1796300000036,
   ],

@@ -45,7 +45,7 @@ export class MemoryEvents implements EventRepository {
     let start = 0;
     if (after !== null) {
       const index = all.findIndex((e) => e.uuid === after);
-      start = index >= 0 ? index + 1 : all.findLastIndex(own) + 1;
+      start = index >= 0 ? index + 1 : all.reduce((last, e, i) => (own(e) ? i + 1 : last), 0);
     }
     return all.slice(start).filter(own).slice(0, limit).map(deepCopy);
   }

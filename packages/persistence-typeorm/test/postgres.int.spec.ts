@@ -264,6 +264,7 @@ if (baseUrl === undefined || baseUrl === '') {
           { name: 'DeployLeases1764072000000' },
           { name: 'Events1795734000000' },
           { name: 'InitialSchema1763712000000' },
+          { name: 'JournalByApp1796300000036' },
           { name: 'ListCounts1763990000000' },
           { name: 'LoginFailureAddress1764000000010' },
           { name: 'RunSlots1796400000037' },

@@ -197,7 +197,7 @@ export class TypeOrmLoginFailureRepository implements LoginFailureRepository {
     const { dialect } = this.session;
     return this.session.write(async (manager) => {
       const sql = new ManagerRunner(dialect, manager);
-      await sql.rows(LOCK_ADDRESS, [address]);
+      if (dialect === 'postgres') await sql.rows(LOCK_ADDRESS, [address]);
       await sql.run(INSERT_FAILURE, [username, writeInstant(dialect, at), address]);
       return countOf(await sql.rows<RawRow>(COUNT_FROM, [address, writeInstant(dialect, since)]));
     });

@@ -305,6 +305,7 @@ const OPERATIONS: Record<string, Operation> = {
   },
   'POST /v1/apps/:id/run': {
     summary: 'Run a one-off command and wait for it',
+    description: "At most `QUOTA_RUNS_PER_USER` one-off processes (runs and release phases) of the app owner's apps run at once; one more is refused 429.",
     body: props({ command: { type: 'string' } }, ['command']),
     status: 200,
     response: 'RunResult',
@@ -349,7 +350,14 @@ const OPERATIONS: Record<string, Operation> = {
   },
   'GET /v1/apps/:id/releases/v:version': { summary: 'Show one release', status: 200, response: 'Release', tag: 'releases' },
   'GET /v1/apps/:id/domains': list("List an app's domains", 'Domain', 'domains'),
-  'POST /v1/apps/:id/domains': { summary: 'Add a domain', body: props({ domain: { type: 'string' } }, ['domain']), status: 201, response: 'Domain', tag: 'domains' },
+  'POST /v1/apps/:id/domains': {
+    summary: 'Add a domain',
+    description: 'A name under a domain that an app of another owner has is refused 403 unless the caller manages that app.',
+    body: props({ domain: { type: 'string' } }, ['domain']),
+    status: 201,
+    response: 'Domain',
+    tag: 'domains',
+  },
   'DELETE /v1/apps/:id/domains/:domain': { summary: 'Remove a domain', status: 204, response: null, tag: 'domains' },
   'GET /v1/apps/:id/tls': {
     summary: "The TLS state of each of an app's names (extension: automatic HTTPS)",
@@ -413,7 +421,7 @@ const ERROR_RESPONSES: Record<string, string> = {
   '413': 'Body over 1 MiB',
   '415': 'A body that is neither JSON nor form-encoded',
   '422': 'An `Idempotency-Key` used before for another request',
-  '429': 'Too many failed logins (`Retry-After`)',
+  '429': 'Too many failed logins (`Retry-After`), or too many builds, one-off processes or log streams at once',
   '503': 'The scheduler failed; nothing changed',
 };
 

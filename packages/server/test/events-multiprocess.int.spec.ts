@@ -85,6 +85,46 @@ if (TEST_DATABASE_URL === null) {
       expect(await releases()).toBe(before + 1);
     });
 
+    it('sends one receiver one delivery at a time and in event order, whichever process attempts it', async () => {
+      let open = 0;
+      let mostOpen = 0;
+      const seen: string[] = [];
+      // Fails the first two attempts, then answers; each answer takes a moment, so that both processes poll meanwhile.
+      const receiver: Server = createServer((req, res) => {
+        open += 1;
+        mostOpen = Math.max(mostOpen, open);
+        let body = '';
+        req.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+        req.on('end', () => {
+          const n = seen.length;
+          seen.push((JSON.parse(body) as { summary: string }).summary.split(' ').pop() as string);
+          setTimeout(() => {
+            open -= 1;
+            res.statusCode = n < 2 ? 500 : 204;
+            res.end();
+          }, 400);
+        });
+      });
+      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+      try {
+        const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/ordered`;
+        expect((await call(urlOf(0), 'POST', '/v1/apps', token, { id: 'ordered' })).status).toBe(201);
+        expect((await call(urlOf(1), 'POST', '/v1/apps/ordered/webhooks', token, { url, events: ['config'] })).status).toBe(201);
+        for (const [i, key] of ['O1', 'O2', 'O3', 'O4'].entries()) {
+          expect((await call(urlOf(i % 2), 'POST', '/v1/apps/ordered/config', token, { values: { [key]: '1' } })).status).toBe(201);
+        }
+        await callUntil(
+          async () => seen.length,
+          (n) => n >= 6,
+          60_000,
+        );
+        expect(seen).toEqual(['O1', 'O1', 'O1', 'O2', 'O3', 'O4']);
+        expect(mostOpen).toBe(1);
+      } finally {
+        receiver.close();
+      }
+    });
+
     it('keeps deliveries through a restart of every controller: a failing one is delivered by the next process', async () => {
       let answer = 503;
       const got: Array<{ headers: IncomingMessage['headers']; body: string }> = [];

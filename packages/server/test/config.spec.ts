@@ -576,6 +576,11 @@ describe('loadConfig: tenant limits', () => {
     expect(config.gitConnections).toEqual({ maxConnections: 7, maxConnectionsPerAddress: 2, reservedConnections: 0, authTimeoutMs: 4000 });
   });
 
+  it('reads QUOTA_RUNS_PER_USER (one-off processes of one owner at once), 5 by default', () => {
+    expect(loadConfig({}).settings.runsPerUser).toBe(5);
+    expect(loadConfig({ QUOTA_RUNS_PER_USER: '1' }).settings.runsPerUser).toBe(1);
+  });
+
   it('reserves half of each total for clients holding no connection unless told otherwise', () => {
     expect(loadConfig({ API_MAX_CONNECTIONS: '9', GIT_SSH_MAX_CONNECTIONS: '1' })).toMatchObject({
       connections: { maxConnections: 9, reservedConnections: 4 },
@@ -588,6 +593,8 @@ describe('loadConfig: tenant limits', () => {
     ['CORS_ALLOWED_ORIGINS', 'https://ui.example.com/path'],
     ['ALLOWED_HOSTS', 'not a host'],
     ['QUOTA_APPS_PER_USER', '0'],
+    ['QUOTA_RUNS_PER_USER', '0'],
+    ['QUOTA_RUNS_PER_USER', '10001'],
     ['LOGIN_BACKOFF_MAX_SECONDS', '901'],
     ['API_MAX_CONNECTIONS_PER_ADDRESS', '0'],
     ['API_CONNECTIONS_RESERVED', '2000'],

@@ -1,8 +1,10 @@
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
-import { buildFailed, type CompiledSource, type CompileSession, type InstalledBuildpack } from '@svc/core';
+import { buildFailed, buildOverCacheLimit, buildOverImageLimit, type CompiledSource, type CompileSession, type InstalledBuildpack } from '@svc/core';
 import { limitedOutput, plainLine } from './build-output';
 import { STEP_USER, killLeftovers, oomKills, runCacheTask, runQuiet, runStep, type StepResult } from './compile-steps';
+import type { BoundedVolume } from './bounded-volume';
+import { DEFAULT_LOG_LIMIT, logConfigOf } from './options';
 import { pushBuild } from './registry-push';
 import type { RegistryLogin } from './registry-login';
 
@@ -29,8 +31,10 @@ export interface SessionSettings {
   stackConfig: { Cmd: string[] | null; Entrypoint: string[] | null };
   /** The labels the committed image carries. */
   labels: Record<string, string>;
-  cacheVolume: string;
+  /** The file systems of the build's /app (dropped after it) and of its cache (the app's). */
+  volumes: { app: BoundedVolume; cache: BoundedVolume };
   cacheLimitBytes: number;
+  imageLimitBytes: number;
   timeoutMs: number;
   stepTimeoutMs: number;
   outputLimitBytes: number;
@@ -52,6 +56,9 @@ export class DockerCompileSession implements CompileSession {
   private image: string | null = null;
   private oomSeen = 0;
   private say: ((line: string) => void) | null = null;
+  /** The cache is emptied when its volume is released (a build over its limit, or a limit of 0). */
+  private dropCache: boolean;
+  private released = false;
 
   constructor(
     private readonly settings: SessionSettings,
@@ -62,6 +69,7 @@ export class DockerCompileSession implements CompileSession {
       void container.kill().catch(() => undefined);
     }, settings.timeoutMs);
     this.timer.unref();
+    this.dropCache = settings.cacheLimitBytes === 0;
   }
 
   async detect(buildpack: InstalledBuildpack): Promise<string | null> {
@@ -93,8 +101,9 @@ export class DockerCompileSession implements CompileSession {
       what,
     );
     await killLeftovers(this.container);
+    // Past a limit, the step's own failure is what the limit made of it (a write that failed).
+    await this.assertWithinLimits();
     if (result.exitCode !== 0) throw buildFailed(await this.failure(what, result));
-    await this.keepCacheWithinLimit(say);
   }
 
   async release(buildpack: InstalledBuildpack): Promise<string> {
@@ -118,31 +127,18 @@ export class DockerCompileSession implements CompileSession {
   async finish(output: (line: string) => void): Promise<CompiledSource> {
     this.assertUsable();
     this.closed = true;
-    const { docker, stackConfig, labels, registry } = this.settings;
+    const { docker, registry } = this.settings;
     try {
       await killLeftovers(this.container);
-      // The config values and the buildpacks are no part of the result (the values are on a tmpfs the commit leaves out anyway).
-      await runQuiet(this.container, ['/bin/sh', '-c', `chmod -R u+rwx ${COMPILE_PATHS.env} 2>/dev/null; rm -rf ${COMPILE_PATHS.env}`], STEP_USER);
-      await runQuiet(this.container, ['/bin/rm', '-rf', COMPILE_PATHS.buildpacks], '0:0');
+      await this.assertWithinLimits();
       await this.container.stop({ t: 2 });
       if (this.expired) throw this.timeUp();
-      const committed = (await this.container.commit({
-        pause: false,
-        changes: [
-          `USER ${STEP_USER}`,
-          `WORKDIR ${COMPILE_PATHS.build}`,
-          // The idle command goes: the stack's own come back (without one, the image has the shell's default).
-          ...(stackConfig.Entrypoint === null ? [] : [`ENTRYPOINT ${JSON.stringify(stackConfig.Entrypoint)}`]),
-          `CMD ${JSON.stringify(stackConfig.Cmd ?? ['/bin/sh'])}`,
-          `LABEL ${Object.entries(labels)
-            .map(([key, value]) => `${key}=${JSON.stringify(value)}`)
-            .join(' ')}`,
-        ],
-      })) as { Id?: string; id?: string };
-      this.image = committed.Id ?? committed.id ?? null;
-      if (this.image === null) throw new Error('the engine committed the build without naming an image');
       await this.container.remove({ force: true }).catch(() => undefined);
+      this.image = await this.commitApp();
+      const size = (await docker.getImage(this.image).inspect()).Size;
+      if (size > this.settings.imageLimitBytes) throw buildFailed(buildOverImageLimit(size, this.settings.imageLimitBytes));
       clearTimeout(this.timer);
+      await this.releaseVolumes();
       if (registry === null) return { image: this.image, workdir: null };
       const abort = new AbortController();
       const left = setTimeout(() => abort.abort(), Math.max(60_000, this.timeLeft()));
@@ -158,6 +154,61 @@ export class DockerCompileSession implements CompileSession {
     }
   }
 
+  /**
+   * The image: the stack with /app as one layer, copied from the build's file system (of the
+   * limit's size) by a container of the platform's, which is then committed with the stack's
+   * own command and the build's labels. Nothing else of the build's container is in it (its
+   * /tmp and ENV_DIR, the buildpacks).
+   */
+  private async commitApp(): Promise<string> {
+    const { docker, stackImage, stackConfig, labels, volumes } = this.settings;
+    const script = `mkdir -p ${COMPILE_PATHS.build} && cp -a /svc-app/. ${COMPILE_PATHS.build}/`;
+    const copier = await docker.createContainer({
+      Image: stackImage,
+      ...(stackConfig.Entrypoint === null ? { Cmd: ['/bin/sh', '-c', script] } : { Entrypoint: ['/bin/sh', '-c'], Cmd: [script] }),
+      User: '0:0',
+      WorkingDir: '/',
+      Labels: labels,
+      Tty: false,
+      HostConfig: {
+        NetworkMode: 'none',
+        CapDrop: ['ALL'],
+        // To read every file of the app's user and write it as it is (owner, mode, times).
+        CapAdd: ['CHOWN', 'DAC_OVERRIDE', 'DAC_READ_SEARCH', 'FOWNER', 'FSETID'],
+        SecurityOpt: ['no-new-privileges'],
+        PidsLimit: 32,
+        Memory: 256 * MIB,
+        MemorySwap: 256 * MIB,
+        LogConfig: logConfigOf(DEFAULT_LOG_LIMIT) as Docker.HostConfig['LogConfig'],
+        Mounts: [{ Type: 'volume', Source: volumes.app.name, Target: '/svc-app', ReadOnly: true }],
+      },
+    });
+    try {
+      const waited = copier.wait({ condition: 'next-exit' }) as Promise<{ StatusCode?: number }>;
+      await copier.start();
+      const status = await waited;
+      if ((status.StatusCode ?? 1) !== 0) throw new Error(`the build's /app could not be copied into its image (exit ${status.StatusCode ?? '?'})`);
+      const committed = (await copier.commit({
+        pause: false,
+        changes: [
+          `USER ${STEP_USER}`,
+          `WORKDIR ${COMPILE_PATHS.build}`,
+          // The copy's command goes: the stack's own come back (without one, the image has the shell's default).
+          ...(stackConfig.Entrypoint === null ? [] : [`ENTRYPOINT ${JSON.stringify(stackConfig.Entrypoint)}`]),
+          `CMD ${JSON.stringify(stackConfig.Cmd ?? ['/bin/sh'])}`,
+          `LABEL ${Object.entries(labels)
+            .map(([key, value]) => `${key}=${JSON.stringify(value)}`)
+            .join(' ')}`,
+        ],
+      })) as { Id?: string; id?: string };
+      const id = committed.Id ?? committed.id ?? null;
+      if (id === null) throw new Error('the engine committed the build without naming an image');
+      return id;
+    } finally {
+      await copier.remove({ force: true }).catch(() => undefined);
+    }
+  }
+
   async discard(): Promise<void> {
     this.closed = true;
     await this.discardAll();
@@ -168,6 +219,19 @@ export class DockerCompileSession implements CompileSession {
     await this.container.remove({ force: true }).catch(() => undefined);
     if (this.image !== null) await this.settings.docker.getImage(this.image).remove({ force: true }).catch(() => undefined);
     this.image = null;
+    await this.releaseVolumes().catch(() => undefined);
+  }
+
+  /** Takes the build's file systems off the engine: /app goes, the cache stays unless it is to be emptied. */
+  private async releaseVolumes(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    const { app, cache } = this.settings.volumes;
+    try {
+      await app.release(true);
+    } finally {
+      await cache.release(this.dropCache);
+    }
   }
 
   /** Copies a buildpack's directory into the container once (root's, read-only for the app's user); resolves with its path there. */
@@ -215,24 +279,31 @@ export class DockerCompileSession implements CompileSession {
   }
 
   /**
-   * Measures the cache from a container of its own once the step's processes are gone, and
-   * empties it when it is over the limit, telling the pusher.
+   * Measures the cache and /app from containers of their own once the step's processes are
+   * gone; refuses the build over a limit, with the figures. The file systems stopped the
+   * writes at their size: this tells a build that reached it from one that fit.
+   * @throws RequestRejected `BUILD.FAILED` over a limit.
    */
-  private async keepCacheWithinLimit(say: (line: string) => void): Promise<void> {
-    const { docker, stackImage, cacheVolume, cacheLimitBytes, labels } = this.settings;
-    const measured = await runCacheTask(docker, { image: stackImage, volume: cacheVolume, script: 'du -sk /cache', capabilities: ['DAC_READ_SEARCH'], labels });
+  private async assertWithinLimits(): Promise<void> {
+    const { cacheLimitBytes, imageLimitBytes, volumes } = this.settings;
+    if (cacheLimitBytes > 0) {
+      const cache = await this.measure(volumes.cache.name);
+      if (cache > cacheLimitBytes) {
+        this.dropCache = true;
+        throw buildFailed(buildOverCacheLimit(cache, cacheLimitBytes, 'emptied'));
+      }
+    }
+    const app = await this.measure(volumes.app.name);
+    if (app > imageLimitBytes) throw buildFailed(buildOverImageLimit(app, imageLimitBytes));
+  }
+
+  /** The bytes a volume's files take. @throws Error when they cannot be measured. */
+  private async measure(volume: string): Promise<number> {
+    const { docker, stackImage, labels } = this.settings;
+    const measured = await runCacheTask(docker, { image: stackImage, volume, script: 'du -sk /cache', capabilities: ['DAC_READ_SEARCH'], labels });
     const kib = Number(/^(\d+)\s/.exec(measured.output)?.[1] ?? NaN);
-    if (measured.exitCode === 0 && Number.isFinite(kib) && kib * 1024 <= cacheLimitBytes) return;
-    const size = Number.isFinite(kib) ? `${Math.ceil(kib / 1024)} MiB` : 'a size that could not be measured';
-    const emptied = await runCacheTask(docker, {
-      image: stackImage,
-      volume: cacheVolume,
-      script: 'rm -rf /cache/* /cache/.[!.]* /cache/..?* && [ -z "$(ls -A /cache)" ]',
-      capabilities: ['DAC_OVERRIDE', 'FOWNER'],
-      labels,
-    });
-    if (emptied.exitCode !== 0) throw new Error(`the build cache ${cacheVolume} could not be emptied: ${emptied.output.slice(0, 500)}`);
-    say(`The build cache (${size}) is over its limit of ${Math.floor(cacheLimitBytes / MIB)} MiB: it was emptied, the next build starts without it.`);
+    if (measured.exitCode !== 0 || !Number.isFinite(kib)) throw new Error(`the build's volume ${volume} could not be measured: ${measured.output.slice(0, 500)}`);
+    return kib * 1024;
   }
 
   private timeLeft(): number {

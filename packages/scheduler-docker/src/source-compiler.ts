@@ -2,10 +2,11 @@ import { randomUUID } from 'node:crypto';
 import { basename, dirname } from 'node:path';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
-import { buildFailed, type CompileRequest, type CompileSession, type SourceCompiler } from '@svc/core';
+import { boundedDiskBytes, buildFailed, type CompileRequest, type CompileSession, type SourceCompiler } from '@svc/core';
 import { BUILD_BRIDGE, BUILD_NETWORK, buildUnguardSteps, prepareBuildNetwork } from './build-network';
 import { DockerCompileSession, COMPILE_PATHS } from './compile-session';
-import { runCacheTask, runStep } from './compile-steps';
+import { runStep } from './compile-steps';
+import { attachBoundedVolume, type BoundedVolume } from './bounded-volume';
 import { LABELS, engineReason, engineStatus, pingEngine } from './engine';
 import { removeGuardedNetwork } from './guarded-network';
 import { guardRunner } from './iptables-engine';
@@ -57,8 +58,18 @@ export interface DockerSourceCompilerOptions {
   timeoutMs?: number;
   /** How long `bin/detect` and `bin/release` may take each; default 60 s. */
   stepTimeoutMs?: number;
-  /** The largest build cache kept after a compile (`BUILD_CACHE_LIMIT_MB`); default 512 MiB. */
+  /**
+   * The most a build cache may hold (`BUILD_CACHE_LIMIT_MB`): the size (plus a margin) of its
+   * file system while the build runs, a build over it refused and its cache emptied; 0 keeps
+   * none. Default 512 MiB.
+   */
   cacheLimitBytes?: number;
+  /**
+   * The most a build may make (`BUILD_IMAGE_LIMIT_MB`): the size (plus a margin) of the file
+   * system of its /app while it runs, and of its committed image, measured before it is pushed
+   * or used; a build over it is refused and nothing of it kept. Default 2 GiB.
+   */
+  imageLimitBytes?: number;
   /** The largest commit a build takes; default 256 MiB. */
   sourceLimitBytes?: number;
   /** How much of the compile's output reaches the pusher; default 1 MiB. */
@@ -109,6 +120,7 @@ export class DockerSourceCompiler implements SourceCompiler {
       timeoutMs: options.timeoutMs ?? 15 * 60_000,
       stepTimeoutMs: options.stepTimeoutMs ?? 60_000,
       cacheLimitBytes: options.cacheLimitBytes ?? 512 * MIB,
+      imageLimitBytes: options.imageLimitBytes ?? 2048 * MIB,
       sourceLimitBytes: options.sourceLimitBytes ?? 256 * MIB,
       outputLimitBytes: options.outputLimitBytes ?? MIB,
       tmpBytes: options.tmpBytes ?? 256 * MIB,
@@ -176,14 +188,10 @@ export class DockerSourceCompiler implements SourceCompiler {
     await this.ensureStack();
     const stack = await this.docker.getImage(this.settings.stackImage).inspect();
     const labels = { [LABELS.app]: request.app, [APP_UUID_LABEL]: request.appUuid };
-    const cacheVolume = cacheVolumeName(request.appUuid);
-    await this.docker.createVolume({ Name: cacheVolume, Labels: labels });
-    // A new volume is root's: the app's user gets it, from a container of the platform's.
-    const handed = await runCacheTask(this.docker, { image: this.settings.stackImage, volume: cacheVolume, script: 'chown 10000:10000 /cache && chmod 0700 /cache', capabilities: ['CHOWN', 'FOWNER'], labels });
-    if (handed.exitCode !== 0) throw new Error(`the build cache ${cacheVolume} could not be given to the app's user: ${handed.output.slice(0, 500)}`);
+    const volumes = await this.attachVolumes(request.appUuid, labels);
     const entrypoint = (stack.Config.Entrypoint as string[] | null | undefined) ?? [];
     const idle = String(Math.ceil(this.settings.timeoutMs / 1000) + 60);
-    const container = await this.docker.createContainer({
+    const container = await this.createBuildContainer(volumes, {
       name: `${COMPILE_CONTAINER_PREFIX}${randomUUID()}`,
       Image: this.settings.stackImage,
       // The container idles as another user than the steps': a step's `kill -1` cannot end it.
@@ -205,7 +213,11 @@ export class DockerSourceCompiler implements SourceCompiler {
         Memory: this.settings.memoryBytes,
         MemorySwap: this.settings.memoryBytes,
         ...(this.nanoCpus === null ? {} : { NanoCpus: this.nanoCpus }),
-        Mounts: [{ Type: 'volume', Source: cacheVolume, Target: COMPILE_PATHS.cache }],
+        // /app and /cache are file systems of their limits' sizes: a write past one fails while the build runs.
+        Mounts: [
+          { Type: 'volume', Source: volumes.app.name, Target: COMPILE_PATHS.build },
+          { Type: 'volume', Source: volumes.cache.name, Target: COMPILE_PATHS.cache },
+        ],
         // /tmp (ENV_DIR in it) is never part of the commit.
         Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${this.settings.tmpBytes},mode=1777` },
       },
@@ -218,8 +230,9 @@ export class DockerSourceCompiler implements SourceCompiler {
         stackImage: this.settings.stackImage,
         stackConfig: { Cmd: stack.Config.Cmd ?? null, Entrypoint: entrypoint.length > 0 ? entrypoint : null },
         labels,
-        cacheVolume,
+        volumes,
         cacheLimitBytes: this.settings.cacheLimitBytes,
+        imageLimitBytes: this.settings.imageLimitBytes,
         timeoutMs: this.settings.timeoutMs,
         stepTimeoutMs: this.settings.stepTimeoutMs,
         outputLimitBytes: this.settings.outputLimitBytes,
@@ -274,6 +287,33 @@ export class DockerSourceCompiler implements SourceCompiler {
     const unguard = this.settings.guardNetwork ? buildUnguardSteps : () => [];
     await removeGuardedNetwork(this.docker, this.settings.network, this.settings.bridge, unguard, this.guards);
     this.prepared = null;
+  }
+
+  /** Creates the build's container; its volumes are released when it cannot be. */
+  private async createBuildContainer(volumes: { app: BoundedVolume; cache: BoundedVolume }, spec: Docker.ContainerCreateOptions): Promise<Docker.Container> {
+    try {
+      return await this.docker.createContainer(spec);
+    } catch (error) {
+      await volumes.app.release(true).catch(() => undefined);
+      await volumes.cache.release(false).catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /**
+   * The build's /app (a file system of its own, dropped after the build) and its cache (the
+   * app's, kept in its cache volume; a new one with a limit of 0), of their limits' sizes.
+   */
+  private async attachVolumes(appUuid: string, labels: Record<string, string>): Promise<{ app: BoundedVolume; cache: BoundedVolume }> {
+    const { stackImage: image, imageLimitBytes, cacheLimitBytes } = this.settings;
+    const app = await attachBoundedVolume(this.docker, { image, backing: `svc-app-${randomUUID()}`, file: 'app', bytes: boundedDiskBytes(imageLimitBytes), fresh: true, ownBacking: true, labels });
+    try {
+      const cache = await attachBoundedVolume(this.docker, { image, backing: cacheVolumeName(appUuid), file: 'cache', bytes: boundedDiskBytes(cacheLimitBytes), fresh: cacheLimitBytes === 0, ownBacking: false, labels });
+      return { app, cache };
+    } catch (error) {
+      await app.release(true).catch(() => undefined);
+      throw error;
+    }
   }
 
   async removeApp(_app: string, appUuid: string): Promise<void> {

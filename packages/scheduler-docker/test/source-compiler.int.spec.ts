@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { DomainError, type InstalledBuildpack } from '@svc/core';
+import { DomainError, boundedDiskBytes, type InstalledBuildpack } from '@svc/core';
 import { APP_LABEL, APP_UUID_LABEL, DockerSourceCompiler, cacheVolumeName, unguardBuildBridge, type DockerSourceCompilerOptions } from '../src';
 import { SCRIPT_BUILDPACK, addNpm, compileWith, makeStackImage, writeTree } from './support/compile';
 import { TEST_DOCKER_HOST, TEST_REGISTRY, connectTestEngine, describeWithEngine, itWithRegistry, runIn } from './support/engine';
@@ -56,6 +56,10 @@ describeWithEngine('DockerSourceCompiler against a real engine', () => {
     new DockerSourceCompiler({ docker, stackImage: npmStack, dockerHost: TEST_DOCKER_HOST, network, bridge, pidsLimit: 64, memoryBytes: 256 * MIB, timeoutMs: 120_000, cacheLimitBytes: 2 * MIB, ...overrides });
   const containersOf = async (app: string): Promise<string[]> =>
     (await docker.listContainers({ all: true, filters: { label: [`${APP_LABEL}=${app}`] } })).map((c) => c.Id);
+  const volumesOf = async (app: string): Promise<string[]> => ((await docker.listVolumes({ filters: { label: [`${APP_LABEL}=${app}`] } })).Volumes ?? []).map((v) => v.Name).sort();
+  /** A step that writes 512 MiB of zeros to `$where/big` (going on past a failed write), then prints the size it got. */
+  const writer = (where: string): string => `head -c 536870912 /dev/zero > "${where}/big"; echo "head exit $?"; echo "wrote $(wc -c < "${where}/big")"`;
+  const wrote = (lines: string[]): number => Number(/^wrote (\d+)$/.exec(lines.find((line) => line.startsWith('wrote ')) ?? '')?.[1] ?? NaN);
   const imagesOf = async (app: string): Promise<string[]> =>
     (await docker.listImages({ filters: JSON.stringify({ label: [`${APP_LABEL}=${app}`] }) })).map((i) => i.Id);
 
@@ -159,11 +163,12 @@ describeWithEngine('DockerSourceCompiler against a real engine', () => {
     expect(await build(first)).toEqual(['build number 1', 'drwx------']);
   });
 
-  it('empties a cache over the limit after the compile, measured from outside, and says so; a process left writing is stopped first', async () => {
+  it('stops a compile writing past the cache limit (ENOSPC) while it runs, refuses the build with the figures and empties the cache; a process left writing is stopped first', async () => {
     const { app, uuid } = newApp();
     const dir = await checkout('bigcache', {
       'run.sh': [
-        'dd if=/dev/zero of="$2/big" bs=1024 count=3072 2>/dev/null',
+        'echo kept > "$2/before"',
+        writer('$2'),
         'mkdir "$2/hidden" && echo x > "$2/hidden/f" && chmod 000 "$2/hidden"',
         '( sleep 3; echo late > "$2/late" ) &',
         'echo done',
@@ -173,13 +178,44 @@ describeWithEngine('DockerSourceCompiler against a real engine', () => {
     let session = await compiler.open({ app, appUuid: uuid, directory: dir, env: {} });
     let compiled = await compileWith(session, buildpack);
     await session.discard();
-    expect(compiled.error).toBeNull();
-    expect(compiled.lines).toEqual(['done', expect.stringMatching(/^The build cache \([34] MiB\) is over its limit of 2 MiB: it was emptied/)]);
+    expect(compiled.lines.join('\n')).toContain('No space left on device');
+    // The writer got the cache's file system (2 MiB and the margin), not the 512 MiB it asked for.
+    expect(wrote(compiled.lines)).toBeGreaterThan(2 * MIB);
+    expect(wrote(compiled.lines)).toBeLessThanOrEqual(boundedDiskBytes(2 * MIB));
+    expect(compiled.error?.message).toMatch(/the build cache took (2|[3-9]|10)(\.\d+)? MiB, over BUILD_CACHE_LIMIT_MB=2 \(writes past it fail\): nothing of this build's cache is kept, the next build starts without one/);
     await new Promise((done) => setTimeout(done, 4000));
     session = await compiler.open({ app, appUuid: uuid, directory: await checkout('lscache', { 'run.sh': 'echo "cache: $(ls -A "$2" | tr "\\n" " ")"\n' }), env: {} });
     compiled = await compileWith(session, buildpack);
     await session.discard();
     expect(compiled.lines).toEqual(['cache:']);
+    expect(await volumesOf(app)).toEqual([cacheVolumeName(uuid)]);
+  });
+
+  it('stops a compile writing a big /app at BUILD_IMAGE_LIMIT_MB (ENOSPC), and refuses an image over it measured before it is used, with the figures, keeping nothing', async () => {
+    const stackMiB = Math.ceil((await docker.getImage(npmStack).inspect()).Size / MIB);
+    const { app, uuid } = newApp();
+    const big = make({ imageLimitBytes: (stackMiB + 16) * MIB });
+    let session = await big.open({ app, appUuid: uuid, directory: await checkout('bigapp', { 'run.sh': `${writer('$1')}\n` }), env: {} });
+    let compiled = await compileWith(session, buildpack);
+    await session.discard();
+    // The file system stops the write (the kernel says ENOSPC, or EIO when the loop device is full first).
+    expect(compiled.lines.join('\n')).toMatch(/head exit 1/);
+    expect(compiled.lines.join('\n')).toMatch(/No space left on device|I\/O error/);
+    expect(wrote(compiled.lines)).toBeLessThanOrEqual(boundedDiskBytes((stackMiB + 16) * MIB));
+    expect(compiled.error?.message).toMatch(new RegExp(`the build made \\d+(\\.\\d+)? MiB, over BUILD_IMAGE_LIMIT_MB=${stackMiB + 16}: nothing of it is kept`));
+    expect(await imagesOf(app)).toEqual([]);
+    expect(await containersOf(app)).toEqual([]);
+    expect(await volumesOf(app)).toEqual([cacheVolumeName(uuid)]);
+
+    // Within the limit while compiling (4 MiB of /app), over it with the stack's layers: refused at the commit.
+    const small = make({ imageLimitBytes: 16 * MIB });
+    session = await small.open({ app, appUuid: uuid, directory: await checkout('smallapp', { 'run.sh': 'head -c 4194304 /dev/zero > "$1/four"; echo done\n' }), env: {} });
+    compiled = await compileWith(session, buildpack);
+    expect(compiled.error).toBeNull();
+    await expect(session.finish(() => undefined)).rejects.toMatchObject({ code: 'BUILD.FAILED', message: expect.stringMatching(/the build made \d+(\.\d+)? MiB, over BUILD_IMAGE_LIMIT_MB=16: nothing of it is kept/) });
+    expect(await imagesOf(app)).toEqual([]);
+    expect(await containersOf(app)).toEqual([]);
+    expect(await volumesOf(app)).toEqual([cacheVolumeName(uuid)]);
   });
 
   it('confines each step: a fork bomb meets the pids limit, a memory hog is killed and reported', async () => {

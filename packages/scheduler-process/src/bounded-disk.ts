@@ -2,7 +2,6 @@ import { execFile } from 'node:child_process';
 import { chmod, chown, lstat, mkdir, open, readdir, rm, rmdir, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 
-const MIB = 1024 * 1024;
 const PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
 
 /** Runs a tool of this machine's; rejects with its stderr when it fails. */
@@ -13,16 +12,6 @@ function tool(file: string, args: string[], timeoutMs = 120_000): Promise<void> 
       else fail(new Error(`${file} ${args[0] ?? ''}: ${stderr.trim() || error.message}`));
     });
   });
-}
-
-/**
- * The size of the file system that holds at most `limitBytes` of a build: the limit, plus room
- * for the file system's own tables and a margin, so that a build just over the limit is seen
- * over it (and refused with its figure) while the most it can write stays the limit and the
- * margin.
- */
-export function boundedDiskBytes(limitBytes: number): number {
-  return limitBytes + Math.ceil(limitBytes / 16) + 8 * MIB;
 }
 
 /** Whether this process may make loop-mounted file systems (it runs as root). */

@@ -1,7 +1,6 @@
-import { BoundedDisk, boundedDiskBytes, canBoundDisks, copyContents, emptyDirectory } from './bounded-disk';
+import { boundedDiskBytes, buildOverCacheLimit, buildOverImageLimit } from '@svc/core';
+import { BoundedDisk, canBoundDisks, copyContents, emptyDirectory } from './bounded-disk';
 import { treeBytes } from './build-cache';
-
-const MIB = 1024 * 1024;
 
 /** The two limits on what a build writes, in bytes. */
 export interface BuildDiskLimits {
@@ -9,22 +8,6 @@ export interface BuildDiskLimits {
   imageBytes: number;
   /** `BUILD_CACHE_LIMIT_MB`: the most the build cache may take; 0 keeps none. */
   cacheBytes: number;
-}
-
-/** Bytes as MiB, as a setting in MB reads them (at most two decimals). */
-const megabytes = (bytes: number): number => Math.round((bytes / MIB) * 100) / 100;
-
-/** The sentence of a build over its image limit. */
-export function imageOverLimit(usedBytes: number, limitBytes: number): string {
-  return `the build made ${megabytes(usedBytes)} MiB, over BUILD_IMAGE_LIMIT_MB=${megabytes(limitBytes)}: nothing of it is kept.`;
-}
-
-/** The sentence of a build over its cache limit. */
-export function cacheOverLimit(usedBytes: number, limitBytes: number): string {
-  return (
-    `the build cache took ${megabytes(usedBytes)} MiB, over BUILD_CACHE_LIMIT_MB=${megabytes(limitBytes)} (writes past it fail): ` +
-    "nothing of this build's cache is kept, the previous one stays."
-  );
 }
 
 /**
@@ -105,10 +88,10 @@ export class BuildDisks {
     // With no cache kept, what a step writes there (up to the margin) goes with the build.
     if (this.limits.cacheBytes > 0 && cacheUsed > this.limits.cacheBytes) {
       if (this.cache === null) await emptyDirectory(this.keptCache);
-      return cacheOverLimit(cacheUsed, this.limits.cacheBytes);
+      return buildOverCacheLimit(cacheUsed, this.limits.cacheBytes, this.cache === null ? 'emptied' : 'stays');
     }
     const appUsed = this.app === null ? await treeBytes(this.checkout) : await this.app.used();
-    if (appUsed > this.limits.imageBytes) return imageOverLimit(appUsed, this.limits.imageBytes);
+    if (appUsed > this.limits.imageBytes) return buildOverImageLimit(appUsed, this.limits.imageBytes);
     return null;
   }
 

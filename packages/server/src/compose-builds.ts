@@ -47,6 +47,7 @@ export const buildsModule = (setup: BuildpackSetup | null, kind: CompilerKind, p
           timeoutMs: docker.images.timeoutMs,
           memoryBytes: docker.images.memoryBytes,
           cacheLimitBytes: setup.cacheLimitBytes,
+          imageLimitBytes: setup.imageLimitBytes,
           network: setup.network,
           bridge: setup.bridge,
           guards: docker.images.guards,
@@ -54,7 +55,7 @@ export const buildsModule = (setup: BuildpackSetup | null, kind: CompilerKind, p
           registryLogin: docker.registryLogin,
         });
       }
-      return new ProcessSourceCompiler({ scheduler: processScheduler(), dataDir: setup.dataDir, cacheLimitBytes: setup.cacheLimitBytes });
+      return new ProcessSourceCompiler({ scheduler: processScheduler(), dataDir: setup.dataDir, cacheLimitBytes: setup.cacheLimitBytes, imageLimitBytes: setup.imageLimitBytes });
     });
   });
 

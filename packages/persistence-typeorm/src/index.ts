@@ -7,5 +7,5 @@ export { TypeOrmLogStore, DEFAULT_MAX_LOG_ENTRIES_PER_APP, type TypeOrmLogStoreO
 export { DATABASE_UNAVAILABLE, isDatabaseUnavailable, translateUnavailable } from './availability';
 export { TypeOrmTlsStore } from './tls-store';
 export { TypeOrmIdempotencyStore } from './idempotency-store';
-export { TypeOrmBuildSlotStore, type BuildSlotRow } from './build-slot-store';
+export { BUILD_SLOTS, RUN_SLOTS, TypeOrmBuildSlotStore, type BuildSlotRow, type SlotTable } from './build-slot-store';
 export { DatabaseJournalSignal, type JournalSignalOptions } from './journal-signal';

@@ -62,6 +62,7 @@ describe('svc events and svc webhooks:*, against a running controller', () => {
     expect(added.secret.length).toBeGreaterThanOrEqual(16);
     expect(await svc.ok(['webhooks', '--app', 'shop'])).toContain(receiverUrl);
     expect(await svc.ok(['webhooks:info', added.uuid, '--app', 'shop'])).toMatch(/events:\s+config, scale/);
+    expect(await svc.ok(['webhooks:info', added.uuid, '--app', 'shop'])).toMatch(/status:\s+active/);
     expect((await server.api.as(token).post('/v1/apps/shop/config/', { values: { A: '1' } })).status).toBe(201);
     for (let i = 0; i < 100 && got.length === 0; i++) await new Promise((r) => setTimeout(r, 100));
     expect(got[0]?.headers['svc-webhook-hmac-sha256']).toBe(createHmac('sha256', added.secret).update(got[0]?.body ?? '').digest('base64'));

@@ -26,6 +26,11 @@ interface WebhookJson {
   url: string;
   events: string[];
   created: string;
+  /** The receiver's health (servers that predate it send none). */
+  status?: string;
+  failures?: number;
+  last_error?: string;
+  resumes_at?: string | null;
   secret?: string;
 }
 
@@ -126,7 +131,7 @@ export function registerEvents(r: Registrar): void {
     async (ctx) => {
       const hooks = await ctx.authed().all<WebhookJson>(`/v1/apps/${seg(ctx.app())}/webhooks/`);
       if (ctx.json) printJson(ctx.io, hooks);
-      else printTable(ctx.io, ['uuid', 'url', 'events'], hooks.map((h) => [h.uuid, h.url, h.events.join(',')]), 'no webhooks');
+      else printTable(ctx.io, ['uuid', 'url', 'events', 'status'], hooks.map((h) => [h.uuid, h.url, h.events.join(','), h.status ?? '']), 'no webhooks');
     },
     (c) => {
       c.alias('webhooks:list');
@@ -161,7 +166,14 @@ export function registerEvents(r: Registrar): void {
     async (ctx, [uuid]) => {
       const hook = await ctx.authed().get<WebhookJson>(`/v1/apps/${seg(ctx.app())}/webhooks/${seg(uuid as string)}/`);
       if (ctx.json) printJson(ctx.io, hook);
-      else printFields(ctx.io, [['uuid', hook.uuid], ['app', hook.app], ['owner', hook.owner], ['url', hook.url], ['events', hook.events.join(', ')], ['created', hook.created]]);
+      else {
+        const health: Array<[string, string]> = hook.status === undefined ? [] : [['status', hook.status]];
+        // A failing or paused receiver says why, and when it is tried again.
+        if (hook.status !== undefined && hook.status !== 'active') {
+          health.push(['failures', String(hook.failures ?? 0)], ['last error', hook.last_error ?? ''], ['resumes', hook.resumes_at ?? '']);
+        }
+        printFields(ctx.io, [['uuid', hook.uuid], ['app', hook.app], ['owner', hook.owner], ['url', hook.url], ['events', hook.events.join(', ')], ['created', hook.created], ...health]);
+      }
     },
     appOption,
   );

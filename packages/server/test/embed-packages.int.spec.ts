@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { accessSync, constants, copyFileSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
@@ -35,41 +35,21 @@ function mustRun(what: string, command: string, args: string[], cwd: string, tim
   return outcome;
 }
 
-// A static file server for a folder, in a child process (the installs run with spawnSync, which
-// blocks this one): prints its port, appends each path asked for to requests.log.
-const MIRROR = `const { createServer } = require('node:http');
-const { appendFileSync, createReadStream, existsSync } = require('node:fs');
-const { basename, join } = require('node:path');
-const dir = process.argv[1];
-createServer((req, res) => {
-  appendFileSync(join(dir, 'requests.log'), req.url + '\\n');
-  const file = join(dir, basename(req.url ?? ''));
-  if (!existsSync(file)) { res.writeHead(404).end(); return; }
-  res.writeHead(200, { 'content-type': 'application/gzip' });
-  createReadStream(file).pipe(res);
-}).listen(0, '127.0.0.1', function () { console.log(this.address().port); });
-`;
-
 /**
  * better-sqlite3's binary as a prebuilt download for this Node.js, served on loopback where
  * prebuild-install (better-sqlite3's install script) looks when `npm_config_better_sqlite3_binary_host`
- * names a mirror: `<host>/v<version>/better-sqlite3-v<version>-node-v<abi>-<platform>-<arch>.tar.gz`,
- * holding `build/Release/better_sqlite3.node`, the very binary this checkout's `npm ci` compiled.
+ * names a mirror (scripts/prebuild-mirror.mjs): the very binary this checkout's `npm ci` made. The
+ * mirror runs in a child process: the installs run with spawnSync, which blocks this one.
  */
 async function prebuildMirror(dir: string): Promise<{ host: string; file: string; requested: () => string; stop: () => void }> {
-  const version = versionOf('better-sqlite3');
-  const file = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
-  const staging = join(dir, 'staging');
-  mkdirSync(join(staging, 'build', 'Release'), { recursive: true });
-  copyFileSync(join(ROOT, 'node_modules', 'better-sqlite3', 'build', 'Release', 'better_sqlite3.node'), join(staging, 'build', 'Release', 'better_sqlite3.node'));
-  mustRun('tar', 'tar', ['-czf', join(dir, file), '-C', staging, 'build'], dir);
-  writeFileSync(join(dir, 'requests.log'), '');
-  const server = spawn(process.execPath, ['-e', MIRROR, dir], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<string>((found, failed) => {
+  const script = join(ROOT, 'scripts', 'prebuild-mirror.mjs');
+  const file = mustRun('prebuild-mirror pack', process.execPath, [script, 'pack', dir], ROOT).stdout.trim();
+  const server = spawn(process.execPath, [script, 'serve', dir], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const host = await new Promise<string>((found, failed) => {
     server.stdout.setEncoding('utf8').once('data', (line: string) => found(line.trim()));
     server.once('exit', (code) => failed(new Error(`the prebuild mirror exited (${code})`)));
   });
-  return { host: `http://127.0.0.1:${port}`, file, requested: () => readFileSync(join(dir, 'requests.log'), 'utf8'), stop: () => server.kill() };
+  return { host, file, requested: () => (existsSync(join(dir, 'requests.log')) ? readFileSync(join(dir, 'requests.log'), 'utf8') : ''), stop: () => server.kill() };
 }
 
 /** The README's example: its first `js` block under "## Use" and the output block after it. */
@@ -144,7 +124,6 @@ describe('the @svc packages installed from their tarballs in a project outside t
     mustRun('npm run pack', process.execPath, [join(ROOT, 'scripts', 'pack.mjs'), '--out', tarballs], ROOT);
     mustRun('npm init', 'npm', ['init', '-y'], project);
     const files = readdirSync(tarballs).filter((name) => name.endsWith('.tgz')).map((name) => join(tarballs, name));
-    mkdirSync(join(work, 'prebuilds'));
     const mirror = await prebuildMirror(join(work, 'prebuilds'));
     // npm asks for the metadata of some @svc dependencies before it has placed the tarball that
     // answers them; those requests meet the dead registry and are not retried.

@@ -1,4 +1,5 @@
 import { createUseCases, healthAfter, HEALTHY_ENDPOINT, nextDeliveryTurn, type Actor, type DeliveryAttempt } from '@svc/core';
+import { InMemoryUnitOfWork, describeWebhookTurnsContract } from '@svc/core/testing';
 import { World } from './support/world';
 
 const PAGE = { page: 1, pageSize: 100 };
@@ -183,3 +184,5 @@ describe('fair webhook delivery', () => {
     expect((await useCases.listDeliveries.execute(alice, 'down', down, PAGE)).items.map((d) => d.status)).toEqual(['delivered', 'delivered']);
   });
 });
+
+describeWebhookTurnsContract('InMemoryUnitOfWork', async () => ({ uow: new InMemoryUnitOfWork() }));

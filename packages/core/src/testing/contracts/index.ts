@@ -10,6 +10,7 @@ import { describeUnitOfWork } from './unit-of-work';
 export type { OpenedStore, OpenStore } from './fixtures';
 export { describeBuildSlotStoreContract, type OpenBuildSlotStore } from './build-slots';
 export { describeLogStoreContract, type OpenedLogStore, type OpenLogStore } from './log-store';
+export { describeWebhookTurnsContract, type OpenWebhookStore } from './webhook-turns';
 export { CONTRACT_RUN_TIMEOUT_EXIT_CODE, contractUuid, describeSchedulerContract, type OpenedScheduler, type SchedulerContractSetup, type UnrunnableBuild } from './scheduler';
 export {
   CONTRACT_FAILING_COMMAND,

@@ -34,6 +34,8 @@ const TABLES = [
   'tls_names',
   'acme_challenges',
   'acme_accounts',
+  'acme_backoffs',
+  'acme_pauses',
   'app_tls',
   'events',
   'webhooks',
@@ -190,6 +192,7 @@ if (baseUrl === undefined || baseUrl === '') {
 
         expect(result.rows.map((r) => r.name)).toEqual(
           [
+            'ix_acme_backoffs_next_attempt',
             'ix_apps_owner_id',
             'ix_build_slots_username',
             'ix_run_slots_username',
@@ -261,6 +264,7 @@ if (baseUrl === undefined || baseUrl === '') {
         const recorded = await admin.query<{ name: string }>('SELECT name FROM schema_migrations ORDER BY name');
 
         expect(recorded.rows).toEqual([
+          { name: 'AcmeFairness1796200000033' },
           { name: 'BuildSlots1795820400000' },
           { name: 'BuildWorkdir1763884800000' },
           { name: 'DeployLeases1764072000000' },

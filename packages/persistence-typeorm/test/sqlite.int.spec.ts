@@ -122,7 +122,9 @@ describe('SQLite persistence', () => {
         expect(names.sort()).toEqual(
           [
             'acme_accounts',
+            'acme_backoffs',
             'acme_challenges',
+            'acme_pauses',
             'app_list_counts',
             'app_tls',
             'app_totals',
@@ -150,6 +152,7 @@ describe('SQLite persistence', () => {
             'visible_app_counts',
             'webhook_deliveries',
             'webhooks',
+            'ix_acme_backoffs_next_attempt',
             'ix_apps_owner_id',
             'ix_build_slots_username',
             'ix_run_slots_username',
@@ -275,6 +278,7 @@ describe('SQLite persistence', () => {
       const raw = new BetterSqlite3(join(root, `data-${opened}`, SQLITE_FILE_NAME), { readonly: true });
       try {
         expect(raw.prepare('SELECT name FROM schema_migrations ORDER BY name').pluck().all()).toEqual([
+          'AcmeFairness1796200000033',
           'BuildSlots1795820400000',
           'BuildWorkdir1763884800000',
           'DeployLeases1764072000000',

@@ -16,8 +16,8 @@ export interface BuildDiskLimits {
  * write past it fails while the build runs (ENOSPC) and the build never takes more of this
  * machine's disk than its limits. The checkout and the app's kept cache are copied in at the
  * start; only a build within both limits is copied back at the end (the checkout's directory
- * then holds the compiled app, the kept cache this build's). Where no file system can be
- * mounted (the controller is not root), the steps write in the checkout and the kept cache
+ * then holds the compiled app, the kept cache this build's). Without the sandbox (a single
+ * trusted developer) or where no file system can be mounted (not root), the steps write in the checkout and the kept cache
  * themselves, measured after each step.
  */
 export class BuildDisks {
@@ -35,8 +35,8 @@ export class BuildDisks {
    * Makes the build's file systems under `tmp` (the build's own directory, removed after it).
    * @throws Error when a file system cannot be made or filled.
    */
-  static async open(tmp: string, checkout: string, keptCache: string, home: string, limits: BuildDiskLimits): Promise<BuildDisks> {
-    if (!canBoundDisks()) return new BuildDisks(limits, checkout, keptCache, null, null, null, home);
+  static async open(tmp: string, checkout: string, keptCache: string, home: string, limits: BuildDiskLimits, sandboxed: boolean): Promise<BuildDisks> {
+    if (!sandboxed || !canBoundDisks()) return new BuildDisks(limits, checkout, keptCache, null, null, null, home);
     const made: BoundedDisk[] = [];
     try {
       const app = await BoundedDisk.make(tmp, 'app', boundedDiskBytes(limits.imageBytes));

@@ -44,7 +44,8 @@ export function restoreInput(chains: Array<{ chain: string; rules: string[][] }>
  * Keeps the apps' processes (the uids of a range) from opening connections to this machine's
  * own addresses (loopback and every address of its interfaces: the database, the API, other
  * apps' ports, any local service), except the router's ports. Packets of connections that
- * others opened to the apps (the router, the readiness checks) pass.
+ * others opened to the apps pass on loopback only (the router, the readiness checks): an app
+ * answers no other machine, whatever address it listens on.
  *
  * One chain per uid range, `SVC_APPS_<from>`, in the filter table of iptables and ip6tables,
  * reached from OUTPUT by the owner match of the range. Installing is idempotent (the chain is
@@ -108,6 +109,10 @@ export class LoopbackFirewall {
   private appRules(allowedPorts: number[], controllerPorts: number[]): string[][] {
     const chain = this.chain;
     const rules = squatterRules(chain, controllerPorts);
+    // Apps listen on every address, but answer only on loopback, where the router (always on
+    // this machine, reaching them at 127.0.0.1) connects: no connection from another machine
+    // is ever made, whatever address the app binds.
+    rules.push(['-A', chain, '-m', 'conntrack', '--ctdir', 'REPLY', '!', '-o', 'lo', '-j', 'DROP']);
     rules.push(['-A', chain, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'RETURN']);
     // An address of this machine translated elsewhere (ports published by a container engine) is local too.
     rules.push(['-A', chain, '-m', 'conntrack', '--ctstate', 'DNAT', '-j', 'REJECT']);

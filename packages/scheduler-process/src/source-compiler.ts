@@ -130,7 +130,7 @@ export class ProcessSourceCompiler implements SourceCompiler {
         await giveTree(directory, user.uid);
       }
       const cache = await this.caches.open(request.appUuid, user.uid);
-      const disks = await BuildDisks.open(tmp, directory, cache, home, { imageBytes: this.limits.imageBytes, cacheBytes: this.limits.cacheBytes });
+      const disks = await BuildDisks.open(tmp, directory, cache, home, { imageBytes: this.limits.imageBytes, cacheBytes: this.limits.cacheBytes }, user.uid !== null);
       const release = async (): Promise<void> => {
         this.building.delete(uuid);
         await user.release();

@@ -1,6 +1,7 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:net';
+import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InMemoryLogStore } from '@svc/core/testing';
@@ -11,6 +12,7 @@ import { describeWithSandbox, testUidRange } from './support/sandbox';
 jest.setTimeout(90_000);
 
 const PORTS = { from: 45000, to: 45999 };
+const execFileAsync = promisify(execFile);
 
 /** A one-off command that connects to 127.0.0.1:<port> with node and prints `connected` or the error code. */
 const connectTo = (port: number): string =>
@@ -290,6 +292,50 @@ describeWithSandbox('ProcessScheduler sandbox (hostile apps, real processes)', (
     await expect(s.run(aRun('touch /tmp/ran'))).rejects.toThrow(status.problem as string);
     await expect(s.start(aSpec({ command: 'sleep 1000' }))).rejects.toThrow(status.problem as string);
     expect(await s.states([])).toEqual(new Map());
+  });
+
+  it('answers another machine on no address: an app listening on every interface is reached through loopback (the router) only', async () => {
+    // Another machine: a network namespace on a veth pair, the host's end on an address of its own.
+    const tag = `${process.pid % 10000}`;
+    const [ns, host, peer] = [`svc35-${tag}`, `s35h${tag}`, `s35p${tag}`];
+    const subnet = `10.235.${process.pid % 250}`;
+    const ip = (...args: string[]): string => execFileSync('ip', args, { encoding: 'utf8' });
+    ip('netns', 'add', ns);
+    try {
+      ip('link', 'add', host, 'type', 'veth', 'peer', 'name', peer);
+      ip('link', 'set', peer, 'netns', ns);
+      ip('addr', 'add', `${subnet}.1/30`, 'dev', host);
+      ip('link', 'set', host, 'up');
+      ip('netns', 'exec', ns, 'ip', 'addr', 'add', `${subnet}.2/30`, 'dev', peer);
+      ip('netns', 'exec', ns, 'ip', 'link', 'set', peer, 'up');
+      ip('netns', 'exec', ns, 'ip', 'link', 'set', 'lo', 'up');
+      const s = await prepared();
+      const wide = `exec node -e "require('net').createServer((c) => c.end('app ' + process.getuid() + '\\n')).listen(process.env.PORT, '0.0.0.0')"`;
+      await expect(s.start(aSpec({ command: wide }))).resolves.toBe('up');
+      const [endpoint] = s.endpoints('myapp', 'web');
+      // Run without blocking: the control listener below is this process's own.
+      const fromOutside = async (address: string, port: number): Promise<string> =>
+        (await execFileAsync('ip', ['netns', 'exec', ns, 'node', '-e', `const s = require('net').connect(${port}, '${address}'); s.on('data', (d) => { console.log('answered ' + d.toString().trim()); process.exit(0); }); s.on('error', (e) => { console.log(e.code); process.exit(0); }); setTimeout(() => { console.log('no answer'); process.exit(0); }, 3000)`], { encoding: 'utf8' })).stdout.trim();
+
+      // A listener of the host's own on the same address answers: the path from outside works.
+      const control = await new Promise<{ server: Server; port: number }>((done) => {
+        const server = createServer((c) => c.end('host\n')).listen(0, `${subnet}.1`, () => done({ server, port: (server.address() as { port: number }).port }));
+      });
+      try {
+        expect(await fromOutside(`${subnet}.1`, control.port)).toBe('answered host');
+      } finally {
+        control.server.close();
+      }
+      expect(await fromOutside(`${subnet}.1`, endpoint!.port)).toBe('no answer');
+      const viaLoopback = await new Promise<string>((done) => {
+        const socket = connect(endpoint!.port, '127.0.0.1');
+        socket.on('data', (data) => done(data.toString().trim()));
+        socket.on('error', (error: NodeJS.ErrnoException) => done(error.code ?? 'error'));
+      });
+      expect(viaLoopback).toBe(`app ${await uidOf(s, 'myapp')}`);
+    } finally {
+      ip('netns', 'del', ns);
+    }
   });
 
   it('installs its network rules idempotently and takes them away at shutdown', async () => {

@@ -381,5 +381,17 @@ export function describeLoginFailures(uow: () => UnitOfWork): void {
       expect(await repos.loginFailures.recent('alice', at(0))).toEqual([{ at: at(2), address: '198.51.100.1' }]);
       expect(await repos.loginFailures.since('bob', at(0))).toEqual([at(3)]);
     });
+
+    it('recordCounting records the failure and counts the address\'s failures since the instant, over every username', async () => {
+      const repos = uow().repositories;
+      await repos.loginFailures.record('alice', at(1), '203.0.113.9');
+      await repos.loginFailures.record('ghost', at(2), '203.0.113.9');
+      await repos.loginFailures.record('bob', at(2), '198.51.100.1');
+
+      expect(await repos.loginFailures.recordCounting('bob', at(3), '203.0.113.9', at(2))).toBe(2);
+      expect(await repos.loginFailures.recordCounting('alice', at(4), '203.0.113.9', at(0))).toBe(4);
+      expect(await repos.loginFailures.recordCounting('alice', at(4), '192.0.2.1', at(0))).toBe(1);
+      expect(await repos.loginFailures.recent('bob', at(0))).toEqual([{ at: at(2), address: '198.51.100.1' }, { at: at(3), address: '203.0.113.9' }]);
+    });
   });
 }

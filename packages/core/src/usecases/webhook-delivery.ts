@@ -64,8 +64,16 @@ export class DeliverWebhooks {
 
   /** Resolves once no attempt is running (those started meanwhile included). */
   async settled(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.all([...this.inFlight]);
-    await this.filling;
+    // A finished attempt starts a look, and a look may start attempts: wait until neither is left.
+    for (;;) {
+      if (this.inFlight.size > 0) {
+        await Promise.all([...this.inFlight]);
+        continue;
+      }
+      const filling = this.filling;
+      await filling;
+      if (this.inFlight.size === 0 && filling === this.filling) break;
+    }
     if (this.errors.length > 0) throw this.errors.splice(0)[0];
   }
 

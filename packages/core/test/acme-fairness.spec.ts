@@ -200,6 +200,21 @@ describe('RenewCertificates between tenants', () => {
     expect((await tls.find(name))?.nextAttempt.getTime()).toBe(world.clock.now().getTime() + 120_000);
   });
 
+  it('keeps the back-off for its owner only: another user adding the name after it was removed is not held back', async () => {
+    const { world, authority, renew, tls } = fairWorld({});
+    const name = 'contested.example';
+    authority.failing.set(name, new IssuanceFailed(`DNS problem: NXDOMAIN looking up A for ${name}`));
+    await tenant(world, 'mallory', 'stalls', [name]);
+    expect((await renew.execute('p1')).failed).toEqual([name]);
+    await world.useCases.removeDomain.execute(await world.actor('mallory'), 'stalls', name);
+    await renew.execute('p1');
+
+    authority.failing.delete(name);
+    await tenant(world, 'alice', 'shop', [name]);
+    expect((await renew.execute('p1')).issued).toEqual([name]);
+    expect(await tls.find(name)).toMatchObject({ app: 'shop', state: 'issued', failures: 0 });
+  });
+
   it('starts no second order for a name removed and added again while its order runs, and the new row gets the failure', async () => {
     const { world, authority, renew, tls } = fairWorld({});
     const name = 's1.mallory.example';

@@ -34,12 +34,12 @@ const REDIRECT_APPS = statement('SELECT "app" FROM "app_tls" WHERE "https_redire
 const SET_REDIRECT = statement(
   'INSERT INTO "app_tls" ("app", "https_redirect") VALUES (?, ?) ON CONFLICT ("app") DO UPDATE SET "https_redirect" = excluded."https_redirect"',
 );
-const BACKOFF = statement('SELECT "name", "failures", "next_attempt", "reason" FROM "acme_backoffs" WHERE "name" = ?');
+const BACKOFF = statement('SELECT "name", "owner", "failures", "next_attempt", "reason" FROM "acme_backoffs" WHERE "name" = ? AND "owner" = ?');
 const KEEP_BACKOFF = statement(
-  'INSERT INTO "acme_backoffs" ("name", "failures", "next_attempt", "reason") VALUES (?, ?, ?, ?) ' +
-    'ON CONFLICT ("name") DO UPDATE SET "failures" = excluded."failures", "next_attempt" = excluded."next_attempt", "reason" = excluded."reason"',
+  'INSERT INTO "acme_backoffs" ("name", "owner", "failures", "next_attempt", "reason") VALUES (?, ?, ?, ?, ?) ' +
+    'ON CONFLICT ("name", "owner") DO UPDATE SET "failures" = excluded."failures", "next_attempt" = excluded."next_attempt", "reason" = excluded."reason"',
 );
-const FORGET_BACKOFF = statement('DELETE FROM "acme_backoffs" WHERE "name" = ?');
+const FORGET_BACKOFF = statement('DELETE FROM "acme_backoffs" WHERE "name" = ? AND "owner" = ?');
 const FORGET_BACKOFFS_BEFORE = statement('DELETE FROM "acme_backoffs" WHERE "next_attempt" < ?');
 // One pause for new orders; a later one already recorded (by any process) stays.
 const PAUSE = statement(
@@ -162,18 +162,24 @@ export class TypeOrmTlsStore implements TlsStore {
     await this.write(SET_REDIRECT, [app, this.session.dialect === 'sqlite' ? (on ? 1 : 0) : on]);
   }
 
-  async backoff(name: string): Promise<IssuanceBackoff | null> {
-    const [raw] = await this.session.rows<RawRow>(BACKOFF, [name]);
+  async backoff(name: string, owner: string): Promise<IssuanceBackoff | null> {
+    const [raw] = await this.session.rows<RawRow>(BACKOFF, [name, owner]);
     if (raw === undefined) return null;
-    return { name: raw.name as string, failures: readInteger(raw.failures), nextAttempt: readInstant(raw.next_attempt), reason: (raw.reason as string | null) ?? null };
+    return {
+      name: raw.name as string,
+      owner: raw.owner as string,
+      failures: readInteger(raw.failures),
+      nextAttempt: readInstant(raw.next_attempt),
+      reason: (raw.reason as string | null) ?? null,
+    };
   }
 
   async keepBackoff(backoff: IssuanceBackoff): Promise<void> {
-    await this.write(KEEP_BACKOFF, [backoff.name, backoff.failures, this.instant(backoff.nextAttempt), backoff.reason]);
+    await this.write(KEEP_BACKOFF, [backoff.name, backoff.owner, backoff.failures, this.instant(backoff.nextAttempt), backoff.reason]);
   }
 
-  async forgetBackoff(name: string): Promise<void> {
-    await this.write(FORGET_BACKOFF, [name]);
+  async forgetBackoff(name: string, owner: string): Promise<void> {
+    await this.write(FORGET_BACKOFF, [name, owner]);
   }
 
   async forgetBackoffsBefore(cutoff: Date): Promise<void> {

@@ -90,20 +90,22 @@ function describeTlsStore(dialect: string, open: () => Promise<Pair>): void {
       expect(await tls.httpsRedirectApps()).toEqual(['blog']);
     });
 
-    it('keeps a name\'s back-off after its row is removed, for every process, until it is forgotten', async () => {
+    it('keeps a name\'s back-off per owner after its row is removed, for every process, until it is forgotten', async () => {
       const tls = pair.first.createTlsStore();
       await tls.insert(aName('gone.example'));
-      await tls.keepBackoff({ name: 'gone.example', failures: 1, nextAttempt: later(60_000), reason: null });
-      await tls.keepBackoff({ name: 'gone.example', failures: 2, nextAttempt: later(120_000), reason: 'NXDOMAIN' });
+      await tls.keepBackoff({ name: 'gone.example', owner: 'mallory', failures: 1, nextAttempt: later(60_000), reason: null });
+      await tls.keepBackoff({ name: 'gone.example', owner: 'mallory', failures: 2, nextAttempt: later(120_000), reason: 'NXDOMAIN' });
       await tls.remove('gone.example');
       const other = pair.second.createTlsStore();
-      expect(await other.backoff('gone.example')).toEqual({ name: 'gone.example', failures: 2, nextAttempt: later(120_000), reason: 'NXDOMAIN' });
-      await tls.keepBackoff({ name: 'old.example', failures: 1, nextAttempt: later(1000), reason: null });
+      expect(await other.backoff('gone.example', 'mallory')).toEqual({ name: 'gone.example', owner: 'mallory', failures: 2, nextAttempt: later(120_000), reason: 'NXDOMAIN' });
+      // Another user who adds the name later starts afresh.
+      expect(await other.backoff('gone.example', 'alice')).toBeNull();
+      await tls.keepBackoff({ name: 'old.example', owner: 'mallory', failures: 1, nextAttempt: later(1000), reason: null });
       await other.forgetBackoffsBefore(later(60_000));
-      expect(await tls.backoff('old.example')).toBeNull();
-      expect(await tls.backoff('gone.example')).not.toBeNull();
-      await other.forgetBackoff('gone.example');
-      expect(await tls.backoff('gone.example')).toBeNull();
+      expect(await tls.backoff('old.example', 'mallory')).toBeNull();
+      expect(await tls.backoff('gone.example', 'mallory')).not.toBeNull();
+      await other.forgetBackoff('gone.example', 'mallory');
+      expect(await tls.backoff('gone.example', 'mallory')).toBeNull();
     });
 
     it('pauses new orders for every process until the latest pause recorded', async () => {

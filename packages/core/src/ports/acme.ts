@@ -60,11 +60,14 @@ export class IssuanceFailed extends Error {
 }
 
 /**
- * A name's failures in a row and its next attempt, kept apart from the name's row so that
- * removing the name and adding it again (to any app) keeps them.
+ * A name's failures in a row and its next attempt for one owner, kept apart from the name's
+ * row so that removing the name and adding it again (to any of the owner's apps) keeps them.
+ * Another user who adds the name later does not inherit them.
  */
 export interface IssuanceBackoff {
   name: string;
+  /** The user owning the app the name was attempted for. */
+  owner: string;
   failures: number;
   nextAttempt: Date;
   /** Why the last attempt failed; null while an attempt runs. */
@@ -105,12 +108,12 @@ export interface TlsStore {
   /** The apps whose plain HTTP requests are redirected to HTTPS, in one read (the router's listing of every route). */
   httpsRedirectApps(): Promise<string[]>;
   setHttpsRedirect(app: string, on: boolean): Promise<void>;
-  /** The name's kept back-off, or null. */
-  backoff(name: string): Promise<IssuanceBackoff | null>;
-  /** Keeps (or replaces) the name's back-off. */
+  /** The name's kept back-off for `owner`, or null. */
+  backoff(name: string, owner: string): Promise<IssuanceBackoff | null>;
+  /** Keeps (or replaces) the name's back-off for its owner. */
   keepBackoff(backoff: IssuanceBackoff): Promise<void>;
-  /** Forgets the name's back-off (after an issuance). */
-  forgetBackoff(name: string): Promise<void>;
+  /** Forgets the name's back-off for `owner` (after an issuance). */
+  forgetBackoff(name: string, owner: string): Promise<void>;
   /** Forgets every back-off whose next attempt is before `cutoff`. */
   forgetBackoffsBefore(cutoff: Date): Promise<void>;
   /** Pauses new orders of every process until `until` (a later pause already recorded stays). */

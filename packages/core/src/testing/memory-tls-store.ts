@@ -88,21 +88,21 @@ export class InMemoryTlsStore implements TlsStore {
     else this.redirects.delete(app);
   }
 
-  async backoff(name: string): Promise<IssuanceBackoff | null> {
-    const kept = this.backoffs.get(name);
+  async backoff(name: string, owner: string): Promise<IssuanceBackoff | null> {
+    const kept = this.backoffs.get(`${owner}\n${name}`);
     return kept === undefined ? null : { ...kept, nextAttempt: new Date(kept.nextAttempt) };
   }
 
   async keepBackoff(backoff: IssuanceBackoff): Promise<void> {
-    this.backoffs.set(backoff.name, { ...backoff, nextAttempt: new Date(backoff.nextAttempt) });
+    this.backoffs.set(`${backoff.owner}\n${backoff.name}`, { ...backoff, nextAttempt: new Date(backoff.nextAttempt) });
   }
 
-  async forgetBackoff(name: string): Promise<void> {
-    this.backoffs.delete(name);
+  async forgetBackoff(name: string, owner: string): Promise<void> {
+    this.backoffs.delete(`${owner}\n${name}`);
   }
 
   async forgetBackoffsBefore(cutoff: Date): Promise<void> {
-    for (const [name, kept] of this.backoffs) if (kept.nextAttempt.getTime() < cutoff.getTime()) this.backoffs.delete(name);
+    for (const [key, kept] of this.backoffs) if (kept.nextAttempt.getTime() < cutoff.getTime()) this.backoffs.delete(key);
   }
 
   async pauseOrders(until: Date): Promise<void> {

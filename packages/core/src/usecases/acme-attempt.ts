@@ -56,8 +56,8 @@ export class IssuanceAttempt {
 
   constructor(private readonly deps: AcmeDeps) {}
 
-  /** Attempts `row`'s name as `holder`. */
-  async run(row: TlsName, holder: string): Promise<AttemptOutcome> {
+  /** Attempts `row`'s name, of an app of `owner`, as `holder`. */
+  async run(row: TlsName, holder: string, owner: string): Promise<AttemptOutcome> {
     const tls = this.deps.tls!;
     const acme = this.deps.acme!;
     const started = this.deps.clock.now();
@@ -66,7 +66,7 @@ export class IssuanceAttempt {
     try {
       const current = await tls.find(row.name);
       if (current === null || !issuanceDue(current, started, acme.settings)) return null;
-      await tls.keepBackoff({ name: current.name, failures: current.failures, nextAttempt: leaseEnd, reason: current.reason });
+      await tls.keepBackoff({ name: current.name, owner, failures: current.failures, nextAttempt: leaseEnd, reason: current.reason });
       try {
         const accountKey = await this.accountKey(tls);
         const issued = await acme.authority.issue({ name: current.name, accountKey, challenges: new StoredChallenges(tls, () => this.deps.clock.now()) });
@@ -75,19 +75,19 @@ export class IssuanceAttempt {
           { ...current, state: 'issued', certificate: issued.certificate, sealedKey: this.deps.secrets.seal(issued.key), expires: issued.expires, reason: null, failures: 0, nextAttempt: now, updated: now },
           holder,
         );
-        await tls.forgetBackoff(current.name);
+        await tls.forgetBackoff(current.name, owner);
         acme.observer?.attempted('issued');
         await logEvent(this.deps, current.app, `certificate for ${current.name} issued, valid until ${issued.expires.toISOString()}`);
         return 'issued';
       } catch (error) {
-        return await this.failed(current, holder, error);
+        return await this.failed(current, holder, owner, error);
       }
     } finally {
       await tls.release(row.name, holder);
     }
   }
 
-  private async failed(current: TlsName, holder: string, error: unknown): Promise<AttemptOutcome> {
+  private async failed(current: TlsName, holder: string, owner: string, error: unknown): Promise<AttemptOutcome> {
     const acme = this.deps.acme!;
     const now = this.deps.clock.now();
     const reason = error instanceof IssuanceFailed ? error.reason : `the certificate could not be obtained: ${error instanceof Error ? error.message : String(error)}`;
@@ -97,29 +97,30 @@ export class IssuanceAttempt {
     if (error instanceof IssuanceFailed && error.rateLimited && rateLimitScope(reason, current.name) === 'account') {
       const until = retryAfter ?? new Date(now.getTime() + acme.settings.retryBaseSeconds * 1000);
       await this.deps.tls!.pauseOrders(until);
-      await this.record({ ...current, state: current.certificate === null ? 'pending' : 'issued', reason, nextAttempt: until, updated: now }, holder, until);
+      await this.record({ ...current, state: current.certificate === null ? 'pending' : 'issued', reason, nextAttempt: until, updated: now }, holder, owner, until);
       await logEvent(this.deps, current.app, `certificate for ${current.name} put off: the ACME account's rate limit was reached; new orders are paused until ${until.toISOString()}`);
       return 'paused';
     }
     const failures = current.failures + 1;
     const nextAttempt = nextAttemptAfterFailure(now, failures, retryAfter, acme.settings);
-    await this.record({ ...current, state, reason, failures, nextAttempt, updated: now }, holder, nextAttempt);
+    await this.record({ ...current, state, reason, failures, nextAttempt, updated: now }, holder, owner, nextAttempt);
     acme.observer?.attempted('failed');
     await logEvent(this.deps, current.app, `certificate for ${current.name} failed: ${reason}; next attempt after ${nextAttempt.toISOString()}`);
     return 'failed';
   }
 
   /**
-   * Writes a failure to the name's row and keeps its back-off until `hold`. When the name was
-   * removed and added again while its order ran (a new row, whose lease nobody held), the new
-   * row gets the failures and next attempt.
+   * Writes a failure to the name's row and keeps its back-off for `owner` until `hold`. When
+   * the name was removed and added again by the same owner while its order ran (a new row,
+   * whose lease nobody held), the new row gets the failures and next attempt.
    */
-  private async record(row: TlsName, holder: string, hold: Date): Promise<void> {
+  private async record(row: TlsName, holder: string, owner: string, hold: Date): Promise<void> {
     const tls = this.deps.tls!;
-    await tls.keepBackoff({ name: row.name, failures: row.failures, nextAttempt: hold, reason: row.reason });
+    await tls.keepBackoff({ name: row.name, owner, failures: row.failures, nextAttempt: hold, reason: row.reason });
     if (await tls.save(row, holder)) return;
     const fresh = await tls.find(row.name);
     if (fresh === null || fresh.certificate !== null) return;
+    if ((await this.deps.uow.repositories.apps.findById(fresh.app))?.owner !== owner) return;
     await saveUnderLease(this.deps, { ...fresh, state: row.failures > 0 ? 'failed' : 'pending', reason: row.reason, failures: row.failures, nextAttempt: hold, updated: row.updated }, holder);
   }
 

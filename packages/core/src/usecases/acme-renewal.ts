@@ -139,9 +139,9 @@ export class RenewCertificates {
       recorded.delete(row.name);
       round.removed.push(row.name);
     }
-    for (const [name, { app }] of wanted) {
+    for (const [name, { app, owner }] of wanted) {
       if (recorded.has(name)) continue;
-      const kept = await tls.backoff(name);
+      const kept = await tls.backoff(name, owner);
       const failures = kept?.failures ?? 0;
       const row: TlsName = {
         name,
@@ -213,7 +213,7 @@ export class RenewCertificates {
 
   private async attempt(queue: RoundQueue, next: Queued): Promise<void> {
     try {
-      const outcome: AttemptOutcome = await this.attempts.run(next.row, queue.holder);
+      const outcome: AttemptOutcome = await this.attempts.run(next.row, queue.holder, next.owner);
       if (outcome === 'issued') queue.round.issued.push(next.name);
       else if (outcome === 'failed') queue.round.failed.push(next.name);
       else if (outcome === 'paused') {

@@ -1,17 +1,20 @@
 import type { MigrationInterface, QueryRunner } from 'typeorm';
 
 /*
- * Fair certificate issuance (ADR 0033): each name's back-off kept apart from its row, so that
- * removing a domain and adding it again keeps its failures and next attempt, and the pause of
- * new orders after the ACME account's rate limit, shared by every controller process. New
- * tables only: processes of the previous version keep working while they are created.
+ * Fair certificate issuance (ADR 0033): each name's back-off, per owner, kept apart from its
+ * row, so that removing a domain and adding it again keeps its failures and next attempt, and
+ * the pause of new orders after the ACME account's rate limit, shared by every controller
+ * process. New tables only: processes of the previous version keep working while they are
+ * created.
  */
 const UP = [
   `CREATE TABLE "acme_backoffs" (
-    "name" text PRIMARY KEY NOT NULL,
+    "name" text NOT NULL,
+    "owner" text NOT NULL,
     "failures" integer NOT NULL,
     "next_attempt" datetime NOT NULL,
-    "reason" text
+    "reason" text,
+    PRIMARY KEY ("name", "owner")
   )`,
   'CREATE INDEX "ix_acme_backoffs_next_attempt" ON "acme_backoffs" ("next_attempt")',
   `CREATE TABLE "acme_pauses" (

@@ -215,6 +215,7 @@ if (baseUrl === undefined || baseUrl === '') {
             'ix_events_created',
             'ix_idempotency_keys_created',
             'ix_webhook_deliveries_due',
+            'ix_webhook_deliveries_pending',
             'ix_webhook_deliveries_webhook',
             'ix_webhooks_app',
             'uq_events_uuid',
@@ -276,6 +277,7 @@ if (baseUrl === undefined || baseUrl === '') {
           { name: 'RunSlots1796400000037' },
           { name: 'SharedState1763798400000' },
           { name: 'TlsState1764200000000' },
+          { name: 'WebhookHealth1796500000034' },
         ]);
       });
 

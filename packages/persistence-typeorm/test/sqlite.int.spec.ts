@@ -175,6 +175,7 @@ describe('SQLite persistence', () => {
             'ix_events_created',
             'ix_idempotency_keys_created',
             'ix_webhook_deliveries_due',
+            'ix_webhook_deliveries_pending',
             'ix_webhook_deliveries_webhook',
             'ix_webhooks_app',
           ].sort(),
@@ -290,6 +291,7 @@ describe('SQLite persistence', () => {
           'RunSlots1796400000037',
           'SharedState1763798400000',
           'TlsState1764200000000',
+          'WebhookHealth1796500000034',
         ]);
       } finally {
         raw.close();

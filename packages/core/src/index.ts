@@ -38,7 +38,7 @@ export * from './rules/run-slots';
 export * from './rules/sources';
 export * from './rules/supervision';
 export * from './rules/users';
-export * from './usecases';
 export * from './rules/webhook-health';
 export * from './rules/webhook-turns';
+export * from './usecases';
 export * from './tokens';

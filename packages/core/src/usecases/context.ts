@@ -88,12 +88,6 @@ export interface Settings {
   webhookRetryBaseSeconds: number;
   /** Webhooks one app may have. */
   webhooksPerApp: number;
-  /** How long the answer to a request with an `Idempotency-Key` is kept for repeats. */
-  idempotencyRetentionHours: number;
-}
-
-/** The defaults SPEC.md gives for every setting, and the platform's for the limits it adds. */
-export const DEFAULT_SETTINGS: Settings = Object.freeze({
   /** Delivery attempts one controller process makes at once (`WEBHOOK_CONCURRENCY`). */
   webhookConcurrency: number;
   /** Of those, how many may go to the webhooks of one owner (`WEBHOOK_CONCURRENCY_PER_OWNER`). */
@@ -104,6 +98,12 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
   webhookPauseMinutes: number;
   /** How long one attempt holds its webhook's claim: longer than the sender's timeout, so that no other process attempts it meanwhile. */
   webhookClaimSeconds: number;
+  /** How long the answer to a request with an `Idempotency-Key` is kept for repeats. */
+  idempotencyRetentionHours: number;
+}
+
+/** The defaults SPEC.md gives for every setting, and the platform's for the limits it adds. */
+export const DEFAULT_SETTINGS: Settings = Object.freeze({
   platformDomain: 'localhost',
   // The platform's own names first, then names that look like the platform's or a mail
   // provider's own hosts (clients probe autodiscover and autoconfig for credentials): an app
@@ -143,6 +143,11 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
   webhookRetryHours: 24,
   webhookRetryBaseSeconds: 10,
   webhooksPerApp: 20,
+  webhookConcurrency: 8,
+  webhookConcurrencyPerOwner: 2,
+  webhookPauseAfterFailures: 5,
+  webhookPauseMinutes: 30,
+  webhookClaimSeconds: 70,
   idempotencyRetentionHours: 24,
 });
 
@@ -150,11 +155,6 @@ export const DEFAULT_SETTINGS: Settings = Object.freeze({
 export interface CoreDependencies {
   uow: UnitOfWork;
   scheduler: Scheduler;
-  webhookConcurrency: 8,
-  webhookConcurrencyPerOwner: 2,
-  webhookPauseAfterFailures: 5,
-  webhookPauseMinutes: 30,
-  webhookClaimSeconds: 70,
   logs: LogStore;
   keyParser: PublicKeyParser;
   certificateParser: CertificateParser;

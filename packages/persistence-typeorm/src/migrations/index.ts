@@ -24,10 +24,10 @@ import { AcmeFairnessSqlite1796200000033 } from './sqlite/1796200000033-acme-fai
 import { AcmeFairnessPostgres1796200000033 } from './postgres/1796200000033-acme-fairness';
 import { JournalByAppSqlite1796300000036 } from './sqlite/1796300000036-journal-by-app';
 import { JournalByAppPostgres1796300000036 } from './postgres/1796300000036-journal-by-app';
-
-type MigrationClass = new () => MigrationInterface;
 import { WebhookHealthSqlite1796500000034 } from './sqlite/1796500000034-webhook-health';
 import { WebhookHealthPostgres1796500000034 } from './postgres/1796500000034-webhook-health';
+
+type MigrationClass = new () => MigrationInterface;
 
 /*
  * One ordered list per dialect. A migration is never edited once released: a change to
@@ -47,10 +47,10 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     RunSlotsSqlite1796400000037,
     AcmeFairnessSqlite1796200000033,
     JournalByAppSqlite1796300000036,
+    WebhookHealthSqlite1796500000034,
   ],
   postgres: [
     InitialSchemaPostgres1763712000000,
-    WebhookHealthSqlite1796500000034,
     SharedStatePostgres1763798400000,
     BuildWorkdirPostgres1763884800000,
     ListCountsPostgres1763990000000,
@@ -62,11 +62,11 @@ const MIGRATIONS: Record<Dialect, MigrationClass[]> = {
     RunSlotsPostgres1796400000037,
     AcmeFairnessPostgres1796200000033,
     JournalByAppPostgres1796300000036,
+    WebhookHealthPostgres1796500000034,
   ],
 };
 
 /** The migrations of `dialect`, oldest first. */
-    WebhookHealthPostgres1796500000034,
 export function migrationsFor(dialect: Dialect): MigrationClass[] {
   return [...MIGRATIONS[dialect]];
 }

@@ -47,10 +47,16 @@ export interface BoundedVolumeRequest {
   labels: Record<string, string>;
 }
 
-/** The helper's script: makes the image file (when missing, of another size, or `fresh`) and attaches it; prints the loop device. */
-export function attachScript(file: string, bytes: number, fresh: boolean): string {
-  if (!/^[A-Za-z0-9-]+$/.test(file) || !Number.isSafeInteger(bytes) || bytes <= 0) throw new Error(`unusable bounded volume ${file} of ${bytes} bytes`);
-  const link = `${file}-${randomBytes(6).toString('hex')}`;
+/** The label of a bounded volume naming the path its loop device was attached by (see {@link detachScript}). */
+export const LOOP_LINK_LABEL = 'svc.loop-link';
+
+/**
+ * The helper's script: makes the image file (when missing, of another size, or `fresh`) and
+ * attaches it through the path `/disk/<link>.img` (a name of this attach alone); prints the
+ * loop device.
+ */
+export function attachScript(file: string, bytes: number, fresh: boolean, link: string): string {
+  if (!/^[A-Za-z0-9-]+$/.test(file) || !/^[A-Za-z0-9-]+$/.test(link) || !Number.isSafeInteger(bytes) || bytes <= 0) throw new Error(`unusable bounded volume ${file} of ${bytes} bytes`);
   return [
     'set -e',
     `f=${BACKING}/${file}.img`,
@@ -82,20 +88,30 @@ export function attachScript(file: string, bytes: number, fresh: boolean): strin
 }
 
 /**
+ * The helper's script that detaches `device` only while it is still the one attached through
+ * `link` (`losetup -a` names that path): never a device another build attached since.
+ */
+export function detachScript(device: string, link: string): string {
+  if (!/^\/dev\/loop[0-9]+$/.test(device) || !/^[A-Za-z0-9-]+$/.test(link)) throw new Error(`unusable loop device ${device} or link ${link}`);
+  return `if losetup -a | grep -q '^${device}: .* ${BACKING}/${link}.img'; then losetup -d ${device}; fi`;
+}
+
+/**
  * Attaches a volume of `request.bytes` for one build.
  * @throws Error when the helper cannot run or fails (no loop device, no CAP_SYS_ADMIN for it).
  */
 export async function attachBoundedVolume(docker: Docker, request: BoundedVolumeRequest): Promise<BoundedVolume> {
   await docker.createVolume({ Name: request.backing, Labels: request.labels });
-  const attached = await runDiskHelper(docker, request.image, request.backing, attachScript(request.file, request.bytes, request.fresh), request.labels);
+  const link = `${request.file}-${randomBytes(6).toString('hex')}`;
+  const attached = await runDiskHelper(docker, request.image, request.backing, attachScript(request.file, request.bytes, request.fresh, link), request.labels);
   const device = /^device (\/dev\/loop[0-9]+)$/m.exec(attached)?.[1];
   if (device === undefined) throw new Error(`the bounded volume helper named no loop device: ${attached.slice(0, 500)}`);
   const name = `${request.backing}-fs-${randomBytes(6).toString('hex')}`;
   const detach = async (drop: boolean): Promise<void> => {
-    await runDiskHelper(docker, request.image, request.backing, `losetup -d ${device}${drop ? ` && rm -f ${BACKING}/${request.file}.img` : ''}`, request.labels);
+    await runDiskHelper(docker, request.image, request.backing, `${detachScript(device, link)}${drop ? `; rm -f ${BACKING}/${request.file}.img` : ''}`, request.labels);
   };
   try {
-    await docker.createVolume({ Name: name, Labels: request.labels, Driver: 'local', DriverOpts: { type: 'ext2', device, o: 'nosuid,nodev' } });
+    await docker.createVolume({ Name: name, Labels: { ...request.labels, [LOOP_LINK_LABEL]: link }, Driver: 'local', DriverOpts: { type: 'ext2', device, o: 'nosuid,nodev' } });
   } catch (error) {
     await detach(request.fresh).catch(() => undefined);
     throw error;
@@ -108,6 +124,38 @@ export async function attachBoundedVolume(docker: Docker, request: BoundedVolume
       if (drop && request.ownBacking) await removeVolume(docker, request.backing);
     },
   };
+}
+
+/**
+ * Takes away what an interrupted controller left of its builds' bounded volumes, created
+ * before `createdBefore` (ms since the epoch) and used by no container: each file system's
+ * volume and its loop device, then the builds' own backing volumes (`svc-app-…`). An app's
+ * cache volume stays. Resolves with how many volumes were removed.
+ */
+export async function removeLeftoverVolumes(docker: Docker, image: string, appLabel: string, createdBefore: number): Promise<number> {
+  const dangling = async (): Promise<Docker.VolumeInspectInfo[]> =>
+    ((await docker.listVolumes({ filters: { dangling: ['true'], label: [appLabel] } })).Volumes ?? []).filter((volume) => {
+      const created = Date.parse((volume as { CreatedAt?: string }).CreatedAt ?? '');
+      return Number.isFinite(created) && created < createdBefore;
+    });
+  let removed = 0;
+  for (const volume of await dangling()) {
+    const match = /^(.+)-fs-[0-9a-f]{12}$/.exec(volume.Name);
+    if (match === null) continue;
+    const device = volume.Options?.device ?? '';
+    const link = volume.Labels?.[LOOP_LINK_LABEL] ?? '';
+    await removeVolume(docker, volume.Name);
+    removed++;
+    if (/^\/dev\/loop[0-9]+$/.test(device) && /^[A-Za-z0-9-]+$/.test(link)) {
+      await runDiskHelper(docker, image, match[1] ?? '', detachScript(device, link), {}).catch(() => undefined);
+    }
+  }
+  for (const volume of await dangling()) {
+    if (!/^svc-app-[0-9a-f-]{36}$/.test(volume.Name)) continue;
+    await removeVolume(docker, volume.Name);
+    removed++;
+  }
+  return removed;
 }
 
 /** Removes a volume, waiting a little for the engine to let go of it after its last container. */

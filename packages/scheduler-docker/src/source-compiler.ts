@@ -6,7 +6,7 @@ import { boundedDiskBytes, buildFailed, type CompileRequest, type CompileSession
 import { BUILD_BRIDGE, BUILD_NETWORK, buildUnguardSteps, prepareBuildNetwork } from './build-network';
 import { DockerCompileSession, COMPILE_PATHS } from './compile-session';
 import { runStep } from './compile-steps';
-import { attachBoundedVolume, type BoundedVolume } from './bounded-volume';
+import { attachBoundedVolume, removeLeftoverVolumes, type BoundedVolume } from './bounded-volume';
 import { LABELS, engineReason, engineStatus, pingEngine } from './engine';
 import { removeGuardedNetwork } from './guarded-network';
 import { guardRunner } from './iptables-engine';
@@ -256,7 +256,8 @@ export class DockerSourceCompiler implements SourceCompiler {
   /**
    * Removes the build containers an interrupted controller left on this compiler's network
    * (older than twice the build time limit: no build of a running controller can still use
-   * them); resolves with how many.
+   * them), then the file systems of its builds no container uses (their volumes and loop
+   * devices; an app's cache volume stays); resolves with how many containers.
    * Call it at start-up.
    */
   async removeLeftovers(): Promise<number> {
@@ -271,6 +272,8 @@ export class DockerSourceCompiler implements SourceCompiler {
         .then(() => removed++)
         .catch(() => undefined);
     }
+    // Their file systems go too (the volumes, the loop devices), once no container uses them.
+    await removeLeftoverVolumes(this.docker, this.settings.stackImage, LABELS.app, before * 1000);
     return removed;
   }
 

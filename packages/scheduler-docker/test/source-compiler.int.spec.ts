@@ -5,6 +5,7 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { DomainError, boundedDiskBytes, type InstalledBuildpack } from '@svc/core';
 import { APP_LABEL, APP_UUID_LABEL, DockerSourceCompiler, cacheVolumeName, unguardBuildBridge, type DockerSourceCompilerOptions } from '../src';
+import { LOOP_LINK_LABEL } from '../src/bounded-volume';
 import { SCRIPT_BUILDPACK, addNpm, compileWith, makeStackImage, writeTree } from './support/compile';
 import { TEST_DOCKER_HOST, TEST_REGISTRY, connectTestEngine, describeWithEngine, itWithRegistry, runIn } from './support/engine';
 
@@ -262,15 +263,28 @@ describeWithEngine('DockerSourceCompiler against a real engine', () => {
     expect(await containersOf(app)).toEqual([]);
   });
 
-  it('removes the build containers an interrupted controller left, once older than twice the time limit', async () => {
+  it('removes the build containers an interrupted controller left, once older than twice the time limit, and their file systems', async () => {
     const { app, uuid } = newApp();
     const session = await compiler.open({ app, appUuid: uuid, directory: await checkout('left', { 'run.sh': 'true\n' }), env: {} });
-    expect(await containersOf(app)).toHaveLength(1);
-    await expect(compiler.removeLeftovers()).resolves.toBe(0);
-    await new Promise((done) => setTimeout(done, 2100));
-    await expect(make({ timeoutMs: 500 }).removeLeftovers()).resolves.toBe(1);
-    expect(await containersOf(app)).toEqual([]);
-    await session.discard();
+    try {
+      expect(await containersOf(app)).toHaveLength(1);
+      await expect(compiler.removeLeftovers()).resolves.toBe(0);
+      await new Promise((done) => setTimeout(done, 2100));
+      const loops = (): string => execFileSync('losetup', ['-a'], { encoding: 'utf8' });
+      // Each file system's loop device is attached through a path of its own, named by a label of its volume.
+      const fileSystems = (await volumesOf(app)).filter((name) => name.includes('-fs-'));
+      const links = await Promise.all(fileSystems.map(async (name) => (await docker.getVolume(name).inspect()).Labels?.[LOOP_LINK_LABEL] ?? 'none'));
+      expect(links).toHaveLength(2);
+      for (const link of links) expect(loops()).toContain(`/${link}.img`);
+      await expect(make({ timeoutMs: 500 }).removeLeftovers()).resolves.toBe(1);
+      expect(await containersOf(app)).toEqual([]);
+      // Its file systems went too: the volumes (but the app's cache) and their loop devices.
+      expect(await volumesOf(app)).toEqual([cacheVolumeName(uuid)]);
+      for (const link of links) expect(loops()).not.toContain(`/${link}.img`);
+    } finally {
+      await session.discard();
+    }
+    expect(await volumesOf(app)).toEqual([cacheVolumeName(uuid)]);
   });
 
   it('reaches the npm registry from a compile: npm ci installs a registry dependency into the image', async () => {

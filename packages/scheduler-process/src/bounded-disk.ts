@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmod, chown, lstat, mkdir, open, readdir, rm, rmdir, statfs } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, open, readdir, readFile, rm, rmdir, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const PATH = '/usr/sbin:/usr/bin:/sbin:/bin';
@@ -100,4 +100,18 @@ export async function copyContents(from: string, to: string): Promise<void> {
 /** Removes everything in `dir`, keeping `dir`. */
 export async function emptyDirectory(dir: string): Promise<void> {
   for (const name of await readdir(dir)) await rm(join(dir, name), { recursive: true, force: true });
+}
+
+/**
+ * Unmounts every file system mounted under `dir` (deepest first), as a controller that was
+ * killed during builds leaves them; resolves with how many.
+ */
+export async function unmountUnder(dir: string): Promise<number> {
+  const mounts = (await readFile('/proc/mounts', 'utf8').catch(() => ''))
+    .split('\n')
+    .map((line) => (line.split(' ')[1] ?? '').replace(/\\040/g, ' '))
+    .filter((point) => point.startsWith(`${dir}/`))
+    .sort((a, b) => b.length - a.length);
+  for (const point of mounts) await tool('umount', ['-l', point], 60_000).catch(() => undefined);
+  return mounts.length;
 }

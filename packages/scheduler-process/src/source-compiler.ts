@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chown, mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { chown, mkdir, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { buildFailed, CONFIG_KEY_PATTERN, type CompileRequest, type CompileSession, type CompiledSource, type InstalledBuildpack, type SourceCompiler } from '@svc/core';
 import { BuildCaches } from './build-cache';
+import { unmountUnder } from './bounded-disk';
 import { BuildDisks } from './build-disks';
 import { describeStepEnd, startStep, type RunningStep, type StepOutcome } from './build-step';
 import { formatSeconds, niceForCpuShares } from './limits';
@@ -151,6 +152,18 @@ export class ProcessSourceCompiler implements SourceCompiler {
   async whyBuildsCannotRun(): Promise<string | null> {
     const status = await this.options.scheduler.prepare?.();
     return status?.problem ?? null;
+  }
+
+  /**
+   * Removes what builds of an interrupted controller left in `build-tmp` (their config, home
+   * and file systems, unmounted); resolves with how many builds. Call it at start-up, before
+   * any build.
+   */
+  async removeLeftovers(): Promise<number> {
+    await unmountUnder(this.tmpRoot);
+    const left = await readdir(this.tmpRoot).catch(() => [] as string[]);
+    for (const name of left) await rm(join(this.tmpRoot, name), { recursive: true, force: true });
+    return left.length;
   }
 
   /** Removes the app's build cache; an app without one is fine. */

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { lstat, readdir, readFile, stat, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RequestRejected } from '@svc/core';
+import { ProcessSourceCompiler } from '@svc/scheduler-process';
 import { aRun } from './support/fixtures';
 import { fixtureBuildpack, NPM_CI_COMPILE, OFFLINE_APP, REGISTRY_APP } from './support/buildpacks';
 import { CompileFixture } from './support/compile';
@@ -308,6 +309,17 @@ if [ -n "$(cat "$3/BIG" 2>/dev/null)" ]; then head -c 1048576 /dev/zero > "$2/bi
       expect(await readdir(t.cacheDir('cached'))).toEqual(['first']);
       expect(await readdir(join(t.dataDir, 'build-tmp'))).toEqual([]);
       expect(await mountsUnder(t.dataDir)).toEqual([]);
+    });
+
+    it("unmounts and removes what builds of an interrupted controller left, at the next one's start", async () => {
+      await t.setUp({ imageLimitBytes: 16 * MIB, cacheLimitBytes: 8 * MIB });
+      // A build opened and never closed: its controller was killed.
+      await t.compiler.open(await t.checkout('killed', { 'a.txt': 'a' }));
+      expect(await mountsUnder(t.dataDir)).toHaveLength(3);
+      const next = new ProcessSourceCompiler({ scheduler: t.scheduler, dataDir: t.dataDir });
+      await expect(next.removeLeftovers()).resolves.toBe(1);
+      expect(await mountsUnder(t.dataDir)).toEqual([]);
+      expect(await readdir(join(t.dataDir, 'build-tmp'))).toEqual([]);
     });
 
     it('bounds HOME, the steps\' scratch, by the image limit, and keeps a build within both limits: its app directory and its cache', async () => {

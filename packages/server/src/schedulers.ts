@@ -2,7 +2,7 @@ import { ContainerModule, type Container, type ResolutionContext } from 'inversi
 import type { Logger } from 'pino';
 import { TOKENS, type LogStore, type Scheduler, type SourceCompiler, type UseCases } from '@svc/core';
 import { MemoryScheduler } from '@svc/scheduler-memory';
-import { ProcessScheduler, type ProcessRecord, type SandboxOptions, type SandboxStatus } from '@svc/scheduler-process';
+import { ProcessScheduler, ProcessSourceCompiler, type ProcessRecord, type SandboxOptions, type SandboxStatus } from '@svc/scheduler-process';
 import { DockerScheduler, InstanceOfAnotherInstallation, SwarmScheduler, createEngine, pingEngine, type Docker, type EngineSchedulerOptions, type RegistryLogin } from '@svc/scheduler-docker';
 import { ChaosScheduler, type ChaosOptions } from '@svc/scheduler-chaos';
 import { prepareEngineBuilds, type DockerCompileSetup } from './compose-builds';
@@ -375,6 +375,12 @@ export class SchedulerStartup {
       } else if (processScheduler !== null) {
         const reaped = await processScheduler.reapOrphans();
         if (reaped > 0) logger.warn({ reaped }, 'stopped app processes left running by an earlier controller process');
+      }
+      // Builds an earlier controller process left half-way: their file systems and directories.
+      const compiler = parts.builds.compiler;
+      if (compiler instanceof ProcessSourceCompiler) {
+        const left = await compiler.removeLeftovers();
+        if (left > 0) logger.warn({ left }, 'removed what builds of an earlier controller process left');
       }
       // Deploys that a dead controller process left half-way: stop what they started. Alone on
       // its database (SQLite) every lease is such a leftover; sharing it, only expired ones are.

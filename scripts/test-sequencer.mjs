@@ -41,15 +41,16 @@ const MEASURED = {
   'packages/server/test/swarm-lost-worker.e2e.spec.ts': 65,
   'packages/server/test/controller-restart.e2e.spec.ts': 65,
   'packages/server/test/robustness.e2e.spec.ts': 63,
-  'packages/builder-git/test/git-server.int.spec.ts': 59,
   'packages/server/test/protocol.e2e.spec.ts': 55,
   'packages/scheduler-process/test/sandbox-limits.int.spec.ts': 55,
   'packages/server/test/crash/crash.int.spec.ts': 54,
+  'packages/builder-git/test/git-server.int.spec.ts': 53,
   'packages/scheduler-docker/test/image-builder.int.spec.ts': 52,
   'packages/server/test/acme.e2e.spec.ts': 51,
   'packages/server/test/swarm-registry.e2e.spec.ts': 44,
   'packages/scheduler-process/test/source-compiler.int.spec.ts': 41,
   'packages/core/test/public-api.int.spec.ts': 41,
+  'packages/builder-git/test/git-server-limits.int.spec.ts': 6,
 };
 
 /** Seconds per kilobyte of a file with no record, by its kind (`*.e2e.spec.ts`, `*.int.spec.ts`, others). */

@@ -1,7 +1,7 @@
 import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { md, pki } from 'node-forge';
-import type { ResolvedRoute, RouteTable, RouteTarget } from '../src';
+import { AppRouter, type ResolvedRoute, type RouteTable, type RouteTarget, type RouterLogger } from '../src';
 
 /** What an upstream saw of one request. */
 export interface SeenRequest {
@@ -77,6 +77,65 @@ export class FakeRouteTable implements RouteTable {
     const route = this.routes.get(host);
     return route === undefined ? null : { ...route, targets: [...route.targets] };
   }
+}
+
+/** A logger that keeps what it was given. */
+export class RecordingLogger implements RouterLogger {
+  readonly lines: Array<{ level: string; obj: Record<string, unknown>; msg: string }> = [];
+  info(obj: object, msg: string): void {
+    this.lines.push({ level: 'info', obj: obj as Record<string, unknown>, msg });
+  }
+  warn(obj: object, msg: string): void {
+    this.lines.push({ level: 'warn', obj: obj as Record<string, unknown>, msg });
+  }
+  error(obj: object, msg: string): void {
+    this.lines.push({ level: 'error', obj: obj as Record<string, unknown>, msg });
+  }
+}
+
+/** What `routerPerTest` makes before each test. */
+export interface RouterUnderTest {
+  routes: FakeRouteTable;
+  logger: RecordingLogger;
+  router: AppRouter;
+  port: number;
+}
+
+/**
+ * Before each test of the enclosing describe, an AppRouter on a free port of 127.0.0.1 over a
+ * fresh FakeRouteTable and RecordingLogger, handed to `made`; after each, that router closed and
+ * every upstream the test started through the returned `upstream` closed too.
+ */
+export function routerPerTest(made: (router: RouterUnderTest) => void): {
+  upstream: (name: string, handler?: Handler) => Promise<Upstream>;
+} {
+  const upstreams: Upstream[] = [];
+  let current: AppRouter | null = null;
+
+  beforeEach(async () => {
+    const routes = new FakeRouteTable();
+    const logger = new RecordingLogger();
+    const router = new AppRouter({ routes, logger, connectTimeoutMs: 1000 });
+    current = router;
+    const { port } = await router.listen(0, '127.0.0.1');
+    made({ routes, logger, router, port });
+  });
+
+  afterEach(async () => {
+    await current?.close(1000);
+    for (const u of upstreams.splice(0)) {
+      u.server.closeAllConnections();
+      await u.close();
+    }
+  });
+
+  return {
+    async upstream(name, handler) {
+      const started = await startUpstream(name, handler);
+      upstreams.push(started);
+      return started;
+    },
+  };
 }
 
 /** An answer as the client received it. */

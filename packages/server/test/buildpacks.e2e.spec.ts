@@ -18,7 +18,8 @@ jest.setTimeout(600_000);
  * Procfile is detected, compiled and served; a second push reuses the installed modules; a
  * release phase that fails refuses the push with the old version serving; BUILDPACK_URL picks
  * a buildpack from an allowed git URL and is refused for any other; a hostile buildpack's
- * compile reaches the npm registry and nothing of this host or another app.
+ * compile reaches the npm registry and nothing of this host or another app; one that writes
+ * 1 GiB into BUILD_DIR or CACHE_DIR is stopped at the limit and its push refused with the figures.
  */
 
 const TEST_DOCKER_HOST = process.env.TEST_DOCKER_HOST?.trim() || null;
@@ -179,6 +180,9 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
         HEALTHCHECK_TIMEOUT: '60',
         BUILDPACK_URL_ALLOW: git.url,
         RELEASE_PHASE_TIMEOUT_SECONDS: '20',
+        // Above what the apps here make (on Docker the stack image counts too), below what a hostile build asks for.
+        BUILD_IMAGE_LIMIT_MB: '400',
+        BUILD_CACHE_LIMIT_MB: '64',
       }),
       pino({ level: 'silent' }),
     );
@@ -293,5 +297,28 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
     expect(probes.length).toBeGreaterThanOrEqual(targets.filter((t) => !t.startsWith('HOST:')).length);
     expect(probes.filter((line) => line.includes('REACHED'))).toEqual([]);
     expect(outcome.code).toBe(0);
+  });
+
+  it('refuses a push whose compile writes past BUILD_IMAGE_LIMIT_MB or BUILD_CACHE_LIMIT_MB, the figures in its output, the app keeping its release', async () => {
+    const otherCopy = new WorkingCopy(join(root, 'other'), join(root, 'home'), key);
+    const before = await releases(other);
+    for (const [where, figure] of [
+      ['$1', /the build made \d+(\.\d+)? MiB, over BUILD_IMAGE_LIMIT_MB=400: nothing of it is kept/],
+      ['$2', /the build cache took \d+(\.\d+)? MiB, over BUILD_CACHE_LIMIT_MB=64 \(writes past it fail\)/],
+    ] as const) {
+      const repository = `filler${where === '$1' ? 'app' : 'cache'}`;
+      // 1 GiB asked for: the file system of the limit stops it.
+      await buildpackRepository(join(root, 'repos'), repository, `head -c 1073741824 /dev/zero > "${where}/big" || echo "wrote $(wc -c < "${where}/big")"`);
+      expect((await alice.api.post(`/v1/apps/${other}/config/`, { values: { BUILDPACK_URL: `${git.url}${repository}.git` } })).status).toBe(201);
+      await otherCopy.commit({ 'README.md': `fill ${where}\n` }, `fill ${where}`);
+      const outcome = await otherCopy.git(['push', 'svc', 'main']);
+      const output = `${outcome.stdout}${outcome.stderr}`;
+      expect(outcome.code).not.toBe(0);
+      expect(output).toMatch(figure);
+      const wrote = Number(/wrote (\d+)/.exec(output)?.[1] ?? NaN);
+      expect(wrote).toBeLessThan(where === '$1' ? 440 * 1024 * 1024 : 80 * 1024 * 1024);
+    }
+    // The config changes made releases of their own; no build made one.
+    expect(await releases(other)).toBe(before + 2);
   });
 });

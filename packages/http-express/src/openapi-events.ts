@@ -1,4 +1,4 @@
-import type { Operation, Schema } from './openapi';
+import type { Operation, Schema } from './openapi-schema';
 
 /*
  * The OpenAPI entries of the extensions: the audit journal, the live event stream, app

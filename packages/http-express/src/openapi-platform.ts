@@ -1,4 +1,4 @@
-import type { Operation, Schema } from './openapi';
+import type { Operation, Schema } from './openapi-schema';
 
 /*
  * The OpenAPI entry of `GET /v1/platform`, an extension at every version: where clients

@@ -1,6 +1,8 @@
 import { API_VERSIONS, LATEST_API_VERSION, policyFor, type ApiVersion, type VersionedFeature } from '@svc/core';
+import { DOMAIN_OPERATIONS, DOMAIN_SCHEMAS } from './openapi-domains';
 import { EVENT_OPERATIONS, EVENT_SCHEMAS, EXTENSIONS_DESCRIPTION } from './openapi-events';
 import { PLATFORM_OPERATIONS, PLATFORM_SCHEMAS } from './openapi-platform';
+import { ISO, STRING_MAP, TIMESTAMP, list, object, props, ref, type Operation, type Schema } from './openapi-schema';
 import type { Route } from './routing';
 
 /*
@@ -15,18 +17,8 @@ import type { Route } from './routing';
 /** The parts of a route the document needs. */
 export type RouteShape = Pick<Route, 'method' | 'path' | 'auth' | 'feature'>;
 
-export type Schema = Record<string, unknown>;
-
-const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
-const TIMESTAMP: Schema = { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}UTC$', description: '`YYYY-MM-DDTHH:MM:SSUTC`' };
-const ISO: Schema = { type: 'string', format: 'date-time', description: 'ISO 8601 with milliseconds and `Z`' };
-const STRING_MAP: Schema = { type: 'object', additionalProperties: { type: 'string' } };
-const object = (properties: Record<string, Schema>, required = Object.keys(properties)): Schema => ({
-  type: 'object',
-  properties,
-  required,
-  additionalProperties: false,
-});
+// The schemas of domains, TLS, keys and certificates, in the order the document lists them.
+const { AppTls, Domain, Key, CertificateItem, Certificate } = DOMAIN_SCHEMAS;
 
 const SCHEMAS: Record<string, Schema> = {
   User: object({
@@ -93,30 +85,8 @@ const SCHEMAS: Record<string, Schema> = {
       tags: { type: ['object', 'null'], additionalProperties: { type: ['string', 'null'] } },
     },
   },
-  AppTls: object({
-    app: { type: 'string' },
-    https_redirect: { type: 'boolean', description: 'Plain HTTP is answered 308 to HTTPS once a name has a certificate (the ACME challenge path excepted).' },
-    automatic: { type: 'boolean', description: 'Whether the controller obtains certificates over ACME (ACME_DIRECTORY_URL).' },
-    names: {
-      type: 'array',
-      items: object({
-        name: { type: 'string' },
-        state: { type: 'string', enum: ['none', 'pending', 'issued', 'failed'] },
-        source: { oneOf: [{ type: 'string', enum: ['acme', 'uploaded'] }, { type: 'null' }], description: '`uploaded`: a certificate uploaded through /v1/certs serves the name (it always wins).' },
-        expires: { oneOf: [TIMESTAMP, { type: 'null' }] },
-        reason: { oneOf: [{ type: 'string' }, { type: 'null' }], description: 'Why the last attempt failed.' },
-        next_attempt: { oneOf: [TIMESTAMP, { type: 'null' }], description: 'When a failed or pending name is tried again.' },
-      }),
-    },
-  }),
-  Domain: object({
-    app: { type: 'string' },
-    domain: { type: 'string' },
-    owner: { type: 'string' },
-    uuid: { type: 'string', format: 'uuid' },
-    created: TIMESTAMP,
-    updated: TIMESTAMP,
-  }),
+  AppTls,
+  Domain,
   Build: object({
     app: { type: 'string' },
     image: { type: 'string' },
@@ -139,28 +109,9 @@ const SCHEMAS: Record<string, Schema> = {
     created: TIMESTAMP,
     updated: TIMESTAMP,
   }),
-  Key: object({
-    id: { type: 'string' },
-    public: { type: 'string' },
-    fingerprint: { type: 'string', pattern: '^SHA256:' },
-    owner: { type: 'string' },
-    uuid: { type: 'string', format: 'uuid' },
-    created: TIMESTAMP,
-    updated: TIMESTAMP,
-  }),
-  CertificateItem: object({ common_name: { type: 'string' }, expires: TIMESTAMP }),
-  Certificate: object({
-    id: { type: 'integer' },
-    common_name: { type: 'string' },
-    owner: { type: 'string' },
-    expires: TIMESTAMP,
-    starts: TIMESTAMP,
-    issuer: { type: 'string' },
-    san: { type: 'array', items: { type: 'string' } },
-    fingerprint: { type: 'string' },
-    created: TIMESTAMP,
-    updated: TIMESTAMP,
-  }),
+  Key,
+  CertificateItem,
+  Certificate,
   Permissions: object({ users: { type: 'array', items: { type: 'string' } } }),
   RunResult: {
     description: '1.0 to 1.4: `{rc, output}`; from 1.5: `[rc, output]`.',
@@ -185,36 +136,7 @@ const SCHEMAS: Record<string, Schema> = {
   },
 };
 
-/** A paginated list of `item`. */
-function pageOf(item: string): Schema {
-  return object({
-    count: { type: 'integer', minimum: 0 },
-    next: { type: ['string', 'null'] },
-    previous: { type: ['string', 'null'] },
-    results: { type: 'array', items: ref(item) },
-  });
-}
-
-export interface Operation {
-  summary: string;
-  description?: string;
-  /** The JSON request body schema, when the operation takes one. */
-  body?: Schema;
-  /** The success status and its body: a component name, `null` for none, or a schema. */
-  status: number;
-  response: string | null | Schema;
-  /** Query parameters. */
-  query?: Array<{ name: string; description: string; schema: Schema }>;
-  tag: string;
-}
-
-const PAGE_QUERY = [
-  { name: 'page', description: '1-based page number.', schema: { type: 'integer', minimum: 1 } },
-  { name: 'page_size', description: 'Results per page, 1..1000 (larger is clamped); honoured from 1.6, ignored before.', schema: { type: 'integer', minimum: 1 } },
-];
-const list = (summary: string, item: string, tag: string): Operation => ({ summary, status: 200, response: pageOf(item), query: PAGE_QUERY, tag });
 const RELEASE_HEADERS = 'The new release number is in `X-Svc-Release` and, from 1.4, `Svc-Release`.';
-const props = (properties: Record<string, Schema>, required: string[] = []): Schema => ({ type: 'object', properties, required });
 
 /** Every operation, by `METHOD path` as the route table spells it. */
 const OPERATIONS: Record<string, Operation> = {
@@ -349,49 +271,11 @@ const OPERATIONS: Record<string, Operation> = {
     tag: 'releases',
   },
   'GET /v1/apps/:id/releases/v:version': { summary: 'Show one release', status: 200, response: 'Release', tag: 'releases' },
-  'GET /v1/apps/:id/domains': list("List an app's domains", 'Domain', 'domains'),
-  'POST /v1/apps/:id/domains': {
-    summary: 'Add a domain',
-    description: 'A name under a domain that an app of another owner has is refused 403 unless the caller manages that app.',
-    body: props({ domain: { type: 'string' } }, ['domain']),
-    status: 201,
-    response: 'Domain',
-    tag: 'domains',
-  },
-  'DELETE /v1/apps/:id/domains/:domain': { summary: 'Remove a domain', status: 204, response: null, tag: 'domains' },
-  'GET /v1/apps/:id/tls': {
-    summary: "The TLS state of each of an app's names (extension: automatic HTTPS)",
-    description: 'Custom domains and `<app>.<platform domain>`: none, pending, issued (with expiry), failed (with reason). Not part of the seed API.',
-    status: 200,
-    response: 'AppTls',
-    tag: 'domains',
-  },
-  'POST /v1/apps/:id/tls': {
-    summary: "Change an app's HTTPS setting (extension: automatic HTTPS)",
-    description: '`https_redirect: true` answers plain HTTP with 308 to HTTPS for each name that has a certificate.',
-    body: props({ https_redirect: { type: 'boolean' } }, ['https_redirect']),
-    status: 200,
-    response: 'AppTls',
-    tag: 'domains',
-  },
-  'GET /v1/keys': list("List the caller's SSH keys", 'Key', 'keys'),
-  'POST /v1/keys': { summary: 'Add an SSH public key', body: props({ id: { type: 'string' }, public: { type: 'string' } }, ['id', 'public']), status: 201, response: 'Key', tag: 'keys' },
-  'DELETE /v1/keys/:id': { summary: 'Remove an SSH key', status: 204, response: null, tag: 'keys' },
   'GET /v1/apps/:id/perms': { summary: "List an app's collaborators", status: 200, response: 'Permissions', tag: 'permissions' },
   'POST /v1/apps/:id/perms': { summary: 'Grant a user access to an app', body: props({ username: { type: 'string' } }, ['username']), status: 201, response: null, tag: 'permissions' },
   'DELETE /v1/apps/:id/perms/:username': { summary: "Revoke a user's access to an app", status: 204, response: null, tag: 'permissions' },
   'POST /v1/apps/:id/perms/:username': { summary: "Revoke a user's access to an app (the seed's spelling; as DELETE)", status: 204, response: null, tag: 'permissions' },
-  'GET /v1/certs': list('List certificates (1.2+)', 'CertificateItem', 'certificates'),
-  'POST /v1/certs': {
-    summary: 'Add a certificate and its private key (1.2+)',
-    description: '`common_name` is honoured from 1.3.',
-    body: props({ certificate: { type: 'string' }, key: { type: 'string' }, common_name: { type: 'string' } }, ['certificate', 'key']),
-    status: 201,
-    response: 'Certificate',
-    tag: 'certificates',
-  },
-  'GET /v1/certs/:common_name': { summary: 'Show a certificate (1.2+)', status: 200, response: 'Certificate', tag: 'certificates' },
-  'DELETE /v1/certs/:common_name': { summary: 'Remove a certificate (1.2+)', status: 204, response: null, tag: 'certificates' },
+  ...DOMAIN_OPERATIONS,
   ...EVENT_OPERATIONS,
   ...PLATFORM_OPERATIONS,
 };

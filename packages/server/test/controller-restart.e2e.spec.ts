@@ -1,22 +1,22 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
-import { Agent, request } from 'node:http';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createEngine, unguardHostFromBridge, type Docker } from '@svc/scheduler-docker';
 import { describeWithSandbox, testUidRange } from '../../scheduler-process/test/support/sandbox';
-import { startController, type ControllerProcess } from './processes/controller-process';
-import { call, callUntil, registerAndLogin } from './processes/http';
-import { startRouter, type RouterProcess } from './processes/router-process';
+import { call } from './processes/http';
 import { buildWorkspace, type WorkspaceBuild } from './processes/workspace-build';
-import { inlineNode, ownBuildNetwork, removeEngineInstance } from './support';
+import { inlineNode } from './support';
+import { answered, failed, killRecordedGroups, recordedGroups, restartUnderLoad, type Load } from './support/restart';
+
+/*
+ * A controller restarted under load behind a router process of its own, with the process
+ * scheduler: its apps' processes replaced (unconfined) or held in their sandbox while no
+ * controller runs. The Docker engine's case is in controller-restart-docker.e2e.spec.ts.
+ */
 
 jest.setTimeout(300_000);
-
-/** Client connections kept busy through the router during the restart. */
-const CONNECTIONS = 64;
 
 /**
  * The app of the process scheduler's case: answers its instance id (one per process), prints
@@ -40,126 +40,6 @@ process.on('SIGTERM', () => {
 });
 `;
 
-/** What the clients saw: answers by status (0: no answer at all), and the bodies of the 200s. */
-interface Load {
-  statuses: Map<number, number>;
-  bodies: Set<string>;
-  failures: string[];
-  stop(): Promise<void>;
-}
-
-/** Keeps `CONNECTIONS` clients sending GETs through the router to `host`, one after the other each, over kept-alive connections. */
-function keepLoading(port: number, host: string): Load {
-  const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-  const load: Load = { statuses: new Map(), bodies: new Set(), failures: [], stop: async () => undefined };
-  let running = true;
-  const once = (): Promise<void> =>
-    new Promise((resolve) => {
-      const req = request({ host: '127.0.0.1', port, path: '/', headers: { Host: host }, agent }, (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => {
-          const status = res.statusCode ?? 0;
-          load.statuses.set(status, (load.statuses.get(status) ?? 0) + 1);
-          if (status === 200) load.bodies.add(text.trim());
-          else if (load.failures.length < 20) load.failures.push(`${status} ${text.trim()}`);
-          resolve();
-        });
-        res.on('error', (error) => {
-          load.statuses.set(0, (load.statuses.get(0) ?? 0) + 1);
-          if (load.failures.length < 20) load.failures.push(error.message);
-          resolve();
-        });
-      });
-      req.setTimeout(30_000, () => req.destroy(new Error('no answer within 30 s')));
-      req.on('error', (error) => {
-        load.statuses.set(0, (load.statuses.get(0) ?? 0) + 1);
-        if (load.failures.length < 20) load.failures.push(error.message);
-        resolve();
-      });
-      req.end();
-    });
-  const clients = Array.from({ length: CONNECTIONS }, async () => {
-    while (running) await once();
-  });
-  load.stop = async () => {
-    running = false;
-    await Promise.all(clients);
-    agent.destroy();
-  };
-  return load;
-}
-
-const answered = (load: Load): number => load.statuses.get(200) ?? 0;
-const failed = (load: Load): number => [...load.statuses].filter(([status]) => status !== 200).reduce((sum, [, n]) => sum + n, 0);
-const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** One app answering through a router process while its controller is stopped (SIGTERM) and started again on the same data. */
-interface RestartCase {
-  /** The controller's environment (DATA_DIR, ROUTER_SOCKET and the scheduler's settings). */
-  env: Record<string, string>;
-  /** Deploys the app and resolves once the router answers 200 for it. */
-  deploy: (api: { url: string; token: string }, app: string) => Promise<void>;
-  /** Runs while no controller runs (the old one stopped, the new one not started). */
-  whileDown?: () => Promise<void>;
-  /** Runs once the new controller listens, before the app is deleted (the new controller's API). */
-  afterRestart?: (api: { url: string; token: string }) => Promise<void>;
-}
-
-/**
- * Starts the router and a controller, deploys, keeps `CONNECTIONS` clients busy, stops the
- * controller with SIGTERM and starts another on the same data, keeps the clients going a
- * little, then deletes the app (its processes or containers go) and stops both processes.
- */
-async function restartUnderLoad(build: WorkspaceBuild, setup: RestartCase, label: string): Promise<{ load: Load; restartMs: number; bodiesBefore: Set<string>; log: string }> {
-  const app = `restart-${process.pid.toString(36)}`;
-  let router: RouterProcess | null = null;
-  let controller: ControllerProcess | null = null;
-  try {
-    router = await startRouter(build, { ...setup.env, ROUTER_WORKERS: '2' });
-    controller = await startController(build, { env: setup.env });
-    const token = await registerAndLogin(controller.url, 'alice');
-    expect((await call(controller.url, 'POST', '/v1/apps/', token, { id: app })).status).toBe(201);
-    await setup.deploy({ url: controller.url, token }, app);
-    const host = `${app}.localhost`;
-    const ready = await callUntil(() => routerGet(router as RouterProcess, host), (reply) => reply.status === 200, 30_000);
-    expect(ready).toMatchObject({ status: 200 });
-
-    const load = keepLoading(router.port, host);
-    await pause(1000);
-    const bodiesBefore = new Set(load.bodies);
-    const stoppedAt = Date.now();
-    const answeredBefore = answered(load);
-    await controller.stop(30_000);
-    const exitedAt = Date.now();
-    await setup.whileDown?.();
-    controller = await startController(build, { env: setup.env, startTimeoutMs: 120_000 });
-    const restartMs = Date.now() - stoppedAt;
-    const answeredDuring = answered(load) - answeredBefore;
-    const failedDuring = failed(load);
-    // Requests keep going through the handover to what the new controller started or adopted.
-    await pause(2000);
-    await load.stop();
-    process.stdout.write(
-      `controller restart (${label}), ${CONNECTIONS} connections: during the restart ${answeredDuring} requests answered, ${failedDuring} failed; ` +
-        `in all ${answered(load)} answered, ${failed(load)} failed; SIGTERM to listening again ${restartMs} ms ` +
-        `(old controller stopped in ${exitedAt - stoppedAt} ms, new one listening ${restartMs - (exitedAt - stoppedAt)} ms later)\n`,
-    );
-    const second = await registerAndLoginAgain(controller.url);
-    const log = (await call(controller.url, 'GET', `/v1/apps/${app}/logs/?log_lines=10000`, second)).body as string;
-    await setup.afterRestart?.({ url: controller.url, token: second });
-    expect((await call(controller.url, 'DELETE', `/v1/apps/${app}/`, second)).status).toBeLessThan(300);
-    return { load, restartMs, bodiesBefore, log };
-  } finally {
-    await controller?.stop(30_000);
-    await router?.stop();
-    // The controller leaves the apps' processes running for the next one: none may outlive the test.
-    await killRecordedGroups(setup.env.DATA_DIR as string);
-  }
-}
-
-/** Kills the process groups the process scheduler recorded under the data directory (those a failed test left). */
 /**
  * No request failed; the process of the first controller answered before the restart and its
  * replacement after; what the first process printed after its controller left reached the
@@ -175,46 +55,6 @@ function expectReplacedWithoutLoss(load: Load, bodiesBefore: Set<string>, log: s
   expect(log).toMatch(new RegExp(`\\[web\\.1\\]: stopping ${first} after [0-9]+\\n`));
 }
 
-async function killRecordedGroups(dataDir: string): Promise<void> {
-  const directory = join(dataDir, 'processes');
-  const names = await readdir(directory).catch(() => [] as string[]);
-  for (const name of names) {
-    try {
-      const { pid, sandbox } = JSON.parse(await readFile(join(directory, name), 'utf8')) as { pid: number; sandbox?: { init: number } };
-      // A sandbox's processes may have left the group, never its PID namespace, which ends with its init.
-      if (sandbox !== undefined) process.kill(sandbox.init, 'SIGKILL');
-      process.kill(-pid, 'SIGKILL');
-    } catch {
-      // Gone already.
-    }
-  }
-}
-
-/** The records the process scheduler keeps of its running process groups (records.ts). */
-async function recordedGroups(dataDir: string): Promise<Array<{ id: string; app: string; name: string; pid: number; sandbox?: { init: number }; cgroups?: string[] }>> {
-  const directory = join(dataDir, 'processes');
-  const names = await readdir(directory).catch(() => [] as string[]);
-  return Promise.all(names.map(async (name) => JSON.parse(await readFile(join(directory, name), 'utf8')) as { id: string; app: string; name: string; pid: number }));
-}
-
-/** Logs alice in on the new controller (the same database). */
-async function registerAndLoginAgain(url: string): Promise<string> {
-  const login = await call(url, 'POST', '/v1/auth/login', null, { username: 'alice', password: 'correct horse battery staple' });
-  return (login.body as { token: string }).token;
-}
-
-function routerGet(router: RouterProcess, host: string): Promise<{ status: number; release: string | null; body: unknown }> {
-  return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: router.port, path: '/', headers: { Host: host }, agent: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, release: null, body: text }));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 describe('a controller restart behind a router process of its own (ROUTER_SOCKET)', () => {
   let build: WorkspaceBuild;
@@ -451,71 +291,5 @@ describeWithSandbox('a controller restart behind a router process of its own, wi
     expect(refused.port).toBeGreaterThan(0);
     // It printed while no controller read its output, and those lines reached the log too.
     expect(log.split('\n').filter((line) => line.includes(`[worker.1]: ${worker as string} refused`)).length).toBeGreaterThan(2);
-  });
-});
-
-/** The engine of the Docker tests (`.ci/docker-engine.sh` starts one). */
-const TEST_DOCKER_HOST = process.env.TEST_DOCKER_HOST?.trim() || null;
-const describeEngine = TEST_DOCKER_HOST !== null ? describe : process.env.CI === 'true' ? describe : describe.skip;
-if (TEST_DOCKER_HOST === null && process.env.CI !== 'true') {
-  process.stdout.write('A controller restart on a Docker engine (e2e) was not run: set TEST_DOCKER_HOST to run it.\n');
-}
-
-describeEngine('a controller restart behind a router process of its own, on a Docker engine', () => {
-  const tag = process.pid.toString(36);
-  const image = `svc-e2e/restart-${tag}:1`;
-  const env = {
-    SCHEDULER: 'docker',
-    DOCKER_HOST: TEST_DOCKER_HOST ?? '',
-    DOCKER_NETWORK: `svc-restart-${tag}`,
-    DOCKER_BRIDGE: `svcr${tag}`.slice(0, 15),
-    DOCKER_INSTANCE: `restart-${tag}`,
-    ...ownBuildNetwork(),
-    HEALTHCHECK_TIMEOUT: '30',
-    PROCESS_STOP_TIMEOUT_SECONDS: '2',
-  };
-  let build: WorkspaceBuild;
-  let docker: Docker;
-  let dataDir: string;
-
-  beforeAll(async () => {
-    if (TEST_DOCKER_HOST === null) throw new Error('TEST_DOCKER_HOST is not set under CI=true (.ci/docker-engine.sh starts an engine)');
-    build = await buildWorkspace();
-    docker = createEngine(TEST_DOCKER_HOST);
-    // An image that serves a page on 8080, from the offline busybox image.
-    const builder = await docker.createContainer({ Image: 'svc-test/busybox:1', Cmd: ['sh', '-c', 'mkdir -p /www && echo restart > /www/index.html'] });
-    await builder.start();
-    await builder.wait();
-    await builder.commit({ repo: `svc-e2e/restart-${tag}`, tag: '1', changes: ['EXPOSE 8080', 'CMD ["httpd", "-f", "-p", "8080", "-h", "/www"]'] } as never);
-    await builder.remove({ force: true });
-    dataDir = await mkdtemp(join(tmpdir(), 'svc-restart-docker-'));
-  });
-
-  afterAll(async () => {
-    if (docker) {
-      const build = { network: env.BUILDPACK_NETWORK, bridge: env.BUILDPACK_BRIDGE };
-      await removeEngineInstance(docker, { instance: env.DOCKER_INSTANCE, network: env.DOCKER_NETWORK, bridge: env.DOCKER_BRIDGE, build });
-      await docker.getImage(image).remove({ force: true }).catch(() => undefined);
-    } else await unguardHostFromBridge(env.DOCKER_BRIDGE);
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
-  });
-
-  it('no request fails, and the new controller adopts the running container', async () => {
-    const { load, bodiesBefore } = await restartUnderLoad(
-      build,
-      {
-        env: { ...env, DATA_DIR: dataDir, ROUTER_SOCKET: join(dataDir, 'router.sock') },
-        deploy: async ({ url, token }, app) => {
-          const built = await call(url, 'POST', `/v1/apps/${app}/builds/`, token, { image });
-          expect(built.status).toBe(201);
-        },
-      },
-      'Docker scheduler',
-    );
-    expect(load.failures).toEqual([]);
-    expect(failed(load)).toBe(0);
-    expect(answered(load)).toBeGreaterThan(1000);
-    expect(bodiesBefore).toEqual(new Set(['restart']));
-    expect(load.bodies).toEqual(new Set(['restart']));
   });
 });

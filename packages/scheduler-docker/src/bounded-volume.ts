@@ -9,9 +9,8 @@
  * is root on its machine already.
  */
 import { randomBytes } from 'node:crypto';
-import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { LineSplitter, engineStatus, followFrames, waitAtMost } from './engine';
+import { engineStatus, outputOf, waitAtMost } from './engine';
 import { DEFAULT_LOG_LIMIT, logConfigOf } from './options';
 
 /** Where the helper sees the backing volume. */
@@ -210,15 +209,7 @@ async function runDiskHelper(docker: Docker, image: string, backing: string, scr
       waited.then((ended) => (status = ended)),
       120_000,
     );
-    const logs = (await container.logs({ follow: true, stdout: true, stderr: true })) as unknown as Readable;
-    const splitter = new LineSplitter();
-    const lines: string[] = [];
-    await waitAtMost(
-      followFrames(logs, (_which, payload) => lines.push(...splitter.push(payload))),
-      5000,
-    );
-    lines.push(...splitter.end());
-    const output = lines.join('\n');
+    const output = await outputOf(container);
     if (status === undefined || (status.StatusCode ?? 1) !== 0) throw new Error(`the bounded volume helper failed: ${output.slice(0, 500)}`);
     return output;
   } finally {

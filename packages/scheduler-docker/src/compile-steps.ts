@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { LineSplitter, followFrames, followLines, waitAtMost } from './engine';
+import { followLines, outputOf } from './engine';
 import { DEFAULT_LOG_LIMIT, logConfigOf } from './options';
 
 /** The user (uid:gid) a build's steps run as: the app's. */
@@ -148,15 +148,7 @@ export async function runCacheTask(docker: Docker, task: CacheTask, timeoutMs = 
         timer = setTimeout(() => reject(new Error(`the build cache task did not end within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
       }),
     ]).finally(() => clearTimeout(timer));
-    const logs = (await container.logs({ follow: true, stdout: true, stderr: true })) as unknown as Readable;
-    const splitter = new LineSplitter();
-    const lines: string[] = [];
-    await waitAtMost(
-      followFrames(logs, (_which, payload) => lines.push(...splitter.push(payload))),
-      5000,
-    );
-    lines.push(...splitter.end());
-    return { exitCode: status.StatusCode ?? 1, output: lines.join('\n') };
+    return { exitCode: status.StatusCode ?? 1, output: await outputOf(container) };
   } finally {
     await container.remove({ force: true }).catch(() => undefined);
   }

@@ -247,3 +247,16 @@ export async function followLines(stream: Readable, onLine: (which: OutputStream
   for (const line of lines.stdout.end()) onLine('stdout', line);
   for (const line of lines.stderr.end()) onLine('stderr', line);
 }
+
+/** Everything an ended container wrote (stdout and stderr), as lines joined by newlines; read for at most 5 s. */
+export async function outputOf(container: Docker.Container): Promise<string> {
+  const logs = (await container.logs({ follow: true, stdout: true, stderr: true })) as unknown as Readable;
+  const splitter = new LineSplitter();
+  const lines: string[] = [];
+  await waitAtMost(
+    followFrames(logs, (_which, payload) => lines.push(...splitter.push(payload))),
+    5000,
+  );
+  lines.push(...splitter.end());
+  return lines.join('\n');
+}

@@ -18,16 +18,17 @@ const shared = {
   rootDir: '.',
 };
 
-/** TEST_WORKERS when it is a whole number from 1 to 8, else three, or four with four cores or more. */
+/** TEST_WORKERS when it is a whole number from 1 to 8, else two to four by the cores. */
 function testWorkers(setting: string | undefined): number {
   const wanted = Number(setting);
   if (setting !== undefined && Number.isInteger(wanted) && wanted >= 1 && wanted <= 8) return wanted;
-  return Math.min(4, Math.max(3, availableParallelism()));
+  return Math.min(4, Math.max(2, availableParallelism()));
 }
 
 const config: Config = {
-  // Test files run side by side, three even on two cores: most of a file's time is spent
-  // waiting for engines, servers, databases and child processes, not computing. At most four:
+  // Test files run side by side, two at least even on two cores: much of a file's time is spent
+  // waiting for engines, servers, databases and child processes. (Three on two cores ran each
+  // file about twice as slow: the cores are busy enough with two.) At most four:
   // one Docker engine and one swarm serve them all. What files share is kept apart: the files
   // that drain a swarm node hold the swarm's lock exclusively, those running tasks on it hold
   // it shared (packages/scheduler-docker/test/support/host-lock.ts); each file makes its own

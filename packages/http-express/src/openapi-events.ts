@@ -1,4 +1,4 @@
-import type { Operation, Schema } from './openapi-schema';
+import { PAGE_QUERY, object, pageOf, type Operation, type Schema } from './openapi-schema';
 
 /*
  * The OpenAPI entries of the extensions: the audit journal, the live event stream, app
@@ -6,14 +6,7 @@ import type { Operation, Schema } from './openapi-schema';
  * the others; `Idempotency-Key` and the conditional headers are described in EXTENSIONS_DESCRIPTION.
  */
 
-const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` });
 const ISO: Schema = { type: 'string', format: 'date-time' };
-const object = (properties: Record<string, Schema>, required = Object.keys(properties)): Schema => ({
-  type: 'object',
-  properties,
-  required,
-  additionalProperties: false,
-});
 
 const WEBHOOK_PROPERTIES: Record<string, Schema> = {
   uuid: { type: 'string', format: 'uuid' },
@@ -59,18 +52,6 @@ export const EVENT_SCHEMAS: Record<string, Schema> = {
   }),
 };
 
-const pageOf = (item: string): Schema =>
-  object({
-    count: { type: 'integer', minimum: 0 },
-    next: { type: ['string', 'null'] },
-    previous: { type: ['string', 'null'] },
-    results: { type: 'array', items: ref(item) },
-  });
-
-const PAGE_QUERY = [
-  { name: 'page', description: '1-based page number.', schema: { type: 'integer', minimum: 1 } },
-  { name: 'page_size', description: 'Results per page, 1..1000 (larger is clamped); honoured from 1.6, ignored before.', schema: { type: 'integer', minimum: 1 } },
-];
 const FILTERS = [
   { name: 'app', description: 'Only events of this app.', schema: { type: 'string' } },
   { name: 'actor', description: 'Only events of this username.', schema: { type: 'string' } },

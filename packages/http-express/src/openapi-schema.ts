@@ -34,7 +34,7 @@ export const object = (properties: Record<string, Schema>, required = Object.key
 export const props = (properties: Record<string, Schema>, required: string[] = []): Schema => ({ type: 'object', properties, required });
 
 /** A paginated list of `item`. */
-function pageOf(item: string): Schema {
+export function pageOf(item: string): Schema {
   return object({
     count: { type: 'integer', minimum: 0 },
     next: { type: ['string', 'null'] },
@@ -43,7 +43,7 @@ function pageOf(item: string): Schema {
   });
 }
 
-const PAGE_QUERY = [
+export const PAGE_QUERY = [
   { name: 'page', description: '1-based page number.', schema: { type: 'integer', minimum: 1 } },
   { name: 'page_size', description: 'Results per page, 1..1000 (larger is clamped); honoured from 1.6, ignored before.', schema: { type: 'integer', minimum: 1 } },
 ];

@@ -8,6 +8,27 @@ import { keyPair, run, sshArgs, type KeyPair } from './support/git-client';
 
 jest.setTimeout(60_000);
 
+/** A git server with these connection limits on a free port of 127.0.0.1, alice (with a key) among its users. */
+async function limitedServer(
+  prefix: string,
+  limits: { maxConnections: number; maxConnectionsPerAddress: number; reservedConnections?: number; authTimeoutMs: number },
+): Promise<{ root: string; key: KeyPair; server: GitServer; port: number }> {
+  const root = await mkdtemp(join(tmpdir(), prefix));
+  const controller = new FakeController();
+  await controller.user('root');
+  const alice = await controller.user('alice');
+  const key = await keyPair(root, 'alice');
+  await controller.useCases.addKey.execute(alice, { id: 'laptop', public: key.publicKey });
+  const server = new GitServer({
+    useCases: controller.useCases,
+    repositories: join(root, 'git'),
+    builds: join(root, 'builds'),
+    hostKey: loadOrCreateHostKey(join(root, 'ssh_host_ed25519_key')).privateKey,
+    ...limits,
+  });
+  return { root, key, server, port: (await server.listen(0, '127.0.0.1')).port };
+}
+
 /** Connection limits of the git server, with raw TCP clients and a real ssh client. */
 describe('GitServer connection limits', () => {
   let root: string;
@@ -16,22 +37,7 @@ describe('GitServer connection limits', () => {
   let key: KeyPair;
 
   beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), 'svc-git-limits-'));
-    const controller = new FakeController();
-    await controller.user('root');
-    const alice = await controller.user('alice');
-    key = await keyPair(root, 'alice');
-    await controller.useCases.addKey.execute(alice, { id: 'laptop', public: key.publicKey });
-    server = new GitServer({
-      useCases: controller.useCases,
-      repositories: join(root, 'git'),
-      builds: join(root, 'builds'),
-      hostKey: loadOrCreateHostKey(join(root, 'ssh_host_ed25519_key')).privateKey,
-      maxConnections: 6,
-      maxConnectionsPerAddress: 3,
-      authTimeoutMs: 1500,
-    });
-    port = (await server.listen(0, '127.0.0.1')).port;
+    ({ root, key, server, port } = await limitedServer('svc-git-limits-', { maxConnections: 6, maxConnectionsPerAddress: 3, authTimeoutMs: 1500 }));
   });
 
   afterAll(async () => {
@@ -92,23 +98,7 @@ describe('GitServer connection caps against many addresses', () => {
   const held: Socket[] = [];
 
   beforeAll(async () => {
-    root = await mkdtemp(join(tmpdir(), 'svc-git-many-'));
-    const controller = new FakeController();
-    await controller.user('root');
-    const alice = await controller.user('alice');
-    key = await keyPair(root, 'alice');
-    await controller.useCases.addKey.execute(alice, { id: 'laptop', public: key.publicKey });
-    server = new GitServer({
-      useCases: controller.useCases,
-      repositories: join(root, 'git'),
-      builds: join(root, 'builds'),
-      hostKey: loadOrCreateHostKey(join(root, 'ssh_host_ed25519_key')).privateKey,
-      maxConnections: 30,
-      maxConnectionsPerAddress: 3,
-      reservedConnections: 24,
-      authTimeoutMs: 30_000,
-    });
-    port = (await server.listen(0, '127.0.0.1')).port;
+    ({ root, key, server, port } = await limitedServer('svc-git-many-', { maxConnections: 30, maxConnectionsPerAddress: 3, reservedConnections: 24, authTimeoutMs: 30_000 }));
   });
 
   afterAll(async () => {

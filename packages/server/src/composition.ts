@@ -58,6 +58,8 @@ export type { DatabaseHandle };
 export interface CompositionOptions extends SchedulerSetup {
   database: DatabaseHandle;
   secretKey: string;
+  /** scrypt's cost N for new password hashes (PASSWORD_SCRYPT_N); absent: the hasher's default, 16384. */
+  passwordScryptN?: number;
   logDirectory: string;
   /** Where app logs go instead of files in `logDirectory` (with a shared database: the database). */
   logStore?: LogStore;
@@ -151,9 +153,9 @@ const gitModule = (git: GitSetup | null, logger: HttpLogger) =>
   });
 
 
-const cryptoModule = (secretKey: string) =>
+const cryptoModule = (secretKey: string, scryptN: number | undefined) =>
   new ContainerModule(({ bind }) => {
-    bind(TOKENS.PasswordHasher).toDynamicValue(() => new ScryptPasswordHasher());
+    bind(TOKENS.PasswordHasher).toDynamicValue(() => new ScryptPasswordHasher(scryptN === undefined ? {} : { N: scryptN }));
     bind(TOKENS.TokenGenerator).toDynamicValue(() => new RandomTokenGenerator());
     bind(TOKENS.SecretBox).toDynamicValue(() => new AesGcmSecretBox(secretKey));
     bind(TOKENS.Clock).toDynamicValue(() => new SystemClock());
@@ -339,7 +341,7 @@ export function compose(options: CompositionOptions): BoundSchedulers & {
   const container = new Container({ defaultScope: 'Singleton' });
   container.loadSync(
     persistenceModule(options.database),
-    cryptoModule(options.secretKey),
+    cryptoModule(options.secretKey, options.passwordScryptN),
     parsersModule,
     logsModule(options.logDirectory, options.logStore),
     // Engine objects carry the installation's fingerprint (from SECRET_KEY, shared by all its processes): see schedulers.ts.

@@ -24,6 +24,13 @@ export function integer(env: Env, name: string, fallback: number, min: number, m
   return value;
 }
 
+/** An integer from `min` to `max` that is a power of two. */
+export function powerOfTwo(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const value = integer(env, name, fallback, min, max);
+  if ((value & (value - 1)) !== 0) throw new ConfigError(name, `must be a power of two from ${min} to ${max}, got ${value}`);
+  return value;
+}
+
 export function oneOf<T extends string>(env: Env, name: string, fallback: T, allowed: readonly T[]): T {
   const value = text(env, name, fallback);
   if (!(allowed as readonly string[]).includes(value)) {

@@ -8,7 +8,7 @@ import { buildpackSettings, buildpackUrlAllow, type BuildpackSettings } from './
 import { acmeConfig, type AcmeConfig } from './config-acme';
 import { appsUrlSettings, type AppsUrlSettings } from './config-public';
 import { eventCoreSettings, eventSettings, type EventSettings } from './config-events';
-import { ConfigError, flag, integer, list, oneOf, text, type Env } from './config-values';
+import { ConfigError, flag, integer, list, oneOf, powerOfTwo, text, type Env } from './config-values';
 import {
   defaultCpu,
   defaultMemory,
@@ -121,6 +121,11 @@ export interface ServerConfig {
   apiVersion: ApiVersion;
   /** Null when not configured: outside production one is generated and kept in the data directory. */
   secretKey: string | null;
+  /**
+   * PASSWORD_SCRYPT_N: scrypt's CPU and memory cost for new password hashes, a power of two from
+   * 1024 to 1048576 (default 16384). Stored hashes keep the cost they were made with.
+   */
+  passwordScryptN: number;
   production: boolean;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   trustProxy: boolean;
@@ -431,6 +436,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     schedulerChaos: chaos(env),
     apiVersion: oneOf<ApiVersion>(env, 'SVC_API_VERSION', '1.7', API_VERSIONS),
     secretKey,
+    passwordScryptN: powerOfTwo(env, 'PASSWORD_SCRYPT_N', 16384, 1024, 1024 * 1024),
     production,
     logLevel: oneOf(env, 'LOG_LEVEL', 'info', ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const),
     trustProxy: flag(env, 'TRUST_PROXY', false),

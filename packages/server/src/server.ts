@@ -298,6 +298,7 @@ async function startHolding(config: ServerConfig, logger: Logger): Promise<Runni
     database,
     events,
     secretKey,
+    passwordScryptN: config.passwordScryptN,
     logDirectory: join(dataDir, 'logs'),
     logStore: shared ? database.createLogStore() : undefined,
     ...schedulerSetup(config, schedulerKind, dataDir, logger),

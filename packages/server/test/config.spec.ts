@@ -234,6 +234,9 @@ describe('loadConfig', () => {
     ['DATABASE_URL', 'mysql://db/svc'],
     ['DATABASE_URL', 'sqlite:///tmp/x.db'],
     ['SECRET_KEY', 'short'],
+    ['PASSWORD_SCRYPT_N', '3000'],
+    ['PASSWORD_SCRYPT_N', '512'],
+    ['PASSWORD_SCRYPT_N', '2097152'],
   ])('refuses %s=%s with a ConfigError naming the variable', (variable, value) => {
     const error = failureOf({ [variable]: value });
     expect(error).toBeInstanceOf(ConfigError);
@@ -247,6 +250,13 @@ describe('loadConfig', () => {
     expect(failureOf({ NODE_ENV: 'production', SECRET_KEY: SECRET })).toBeNull();
     expect(failureOf({ NODE_ENV: 'development' })).toBeNull();
     expect(failureOf({ NODE_ENV: 'test' })).toBeNull();
+  });
+
+  it('hashes new passwords with scrypt N=16384 unless PASSWORD_SCRYPT_N names another power of two', () => {
+    expect(loadConfig({}).passwordScryptN).toBe(16384);
+    expect(loadConfig({ PASSWORD_SCRYPT_N: '1024' }).passwordScryptN).toBe(1024);
+    expect(loadConfig({ PASSWORD_SCRYPT_N: '1048576' }).passwordScryptN).toBe(1048576);
+    expect(failureOf({ PASSWORD_SCRYPT_N: '3000' })?.message).toBe('PASSWORD_SCRYPT_N: must be a power of two from 1024 to 1048576, got 3000');
   });
 
   it('accepts both PostgreSQL URL schemes', () => {

@@ -39,6 +39,8 @@ export function startController(build: WorkspaceBuild, options: ControllerOption
       GIT_SSH_PORT: 'off',
       // Nor for the router's port.
       ROUTER_PORT: '0',
+      // The lowest scrypt cost, as for the controllers in the test process (support/server.ts).
+      PASSWORD_SCRYPT_N: '1024',
       ...options.env,
       // The start-up line at level info tells which port it listens on.
       LOG_LEVEL: 'info',

@@ -50,6 +50,9 @@ export async function startTestServer(store: Store, env: Record<string, string> 
     SANDBOX_UID_RANGE: testUidRange(),
     // The router runs in this process unless a suite asks for worker processes.
     ROUTER_WORKERS: '0',
+    // Sign-ups and sign-ins at the lowest scrypt cost: no suite is about the hash's cost
+    // (crypto-node's tests are), and at the default it was much of the suites' CPU.
+    PASSWORD_SCRYPT_N: '1024',
     ...env,
     ...(store.databaseUrl === undefined ? {} : { DATABASE_URL: store.databaseUrl }),
     HOST: '127.0.0.1',

@@ -36,15 +36,25 @@ function testWorkers(env = process.env) {
   return setting(env.TEST_WORKERS, cpuSlots(env) + 1, 1, 9);
 }
 
-/** Whether a test file mostly waits (it drives a Docker Swarm, holding its lock), read from its text. */
-function waitsMostly(path) {
+/**
+ * How a test file uses a Docker Swarm, read from its text: the lock it holds on the shared swarm
+ * (`holdSwarm('exclusive')` or `holdSwarm('shared')`, support/swarm.ts), and whether it drives
+ * a swarm at all (that one or another, `holdSwarm(mode, host)`), so that it mostly waits.
+ */
+function swarmUse(path) {
   let text = '';
   try {
     text = readFileSync(path, 'utf8');
   } catch {
-    return false;
+    return { sharedSwarm: null, drivesSwarm: false };
   }
-  return /\bholdSwarm\('(shared|exclusive)'[,)]/.test(text);
+  const sharedSwarm = text.includes("holdSwarm('exclusive');") ? 'exclusive' : text.includes("holdSwarm('shared');") ? 'shared' : null;
+  return { sharedSwarm, drivesSwarm: /\bholdSwarm\('(shared|exclusive)'[,)]/.test(text) };
+}
+
+/** Whether a test file mostly waits: it drives a Docker Swarm. */
+function waitsMostly(path) {
+  return swarmUse(path).drivesSwarm;
 }
 
 function alive(pid) {
@@ -114,4 +124,4 @@ async function takeCpuSlot(what, slots = cpuSlots(), dir = SLOTS_DIR) {
   }
 }
 
-module.exports = { cpuSlots, testWorkers, waitsMostly, takeCpuSlot, SLOTS_DIR };
+module.exports = { cpuSlots, testWorkers, swarmUse, waitsMostly, takeCpuSlot, SLOTS_DIR };

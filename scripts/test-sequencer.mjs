@@ -10,7 +10,6 @@
 // The seconds are what `.ci/run` measured on a two-core machine (its list of the slowest test
 // files at the end of each run); refresh them when that list changes much. Only the order
 // depends on them.
-import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import Sequencer from '@jest/test-sequencer';
 import lanes from './test-lanes.cjs';
@@ -64,19 +63,6 @@ const MEASURED = {
 /** Seconds per kilobyte of a file with no record, by its kind (`*.e2e.spec.ts`, `*.int.spec.ts`, others). */
 const PER_KB = { e2e: 2, int: 1.5, unit: 0.2 };
 
-/** The swarm lock a file holds (support/swarm.ts, `holdSwarm`) on the shared swarm, if any. */
-function swarmLock(path) {
-  let text = '';
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch {
-    return null;
-  }
-  if (text.includes("holdSwarm('exclusive');")) return 'exclusive';
-  if (text.includes("holdSwarm('shared');")) return 'shared';
-  return null;
-}
-
 const conflict = (a, b) => a !== null && b !== null && (a === 'exclusive' || b === 'exclusive');
 
 export default class LongestFirst extends BaseSequencer {
@@ -94,7 +80,10 @@ export default class LongestFirst extends BaseSequencer {
       const kind = test.path.endsWith('.e2e.spec.ts') ? 'e2e' : test.path.endsWith('.int.spec.ts') ? 'int' : 'unit';
       return ((test.context.hasteFS.getSize(test.path) ?? 0) / 1024) * PER_KB[kind];
     };
-    const timed = tests.map((test) => ({ test, failed: this.hasFailed(test), seconds: seconds(test), lock: swarmLock(test.path), busy: !lanes.waitsMostly(test.path) }));
+    const timed = tests.map((test) => {
+      const swarm = lanes.swarmUse(test.path);
+      return { test, failed: this.hasFailed(test), seconds: seconds(test), lock: swarm.sharedSwarm, busy: !swarm.drivesSwarm };
+    });
     // As jest does: what failed last time first, for a quick answer; then the longest first.
     timed.sort((a, b) => (a.failed !== b.failed ? (a.failed ? -1 : 1) : b.seconds - a.seconds));
     return this.spread(timed).map((entry) => entry.test);

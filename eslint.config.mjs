@@ -48,12 +48,6 @@ export default tseslint.config(
     languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', process: 'readonly' } },
   },
   {
-    // The test run's CommonJS helpers that jest loads itself (its environment, the CPU slots).
-    files: ['scripts/**/*.cjs'],
-    rules: { '@typescript-eslint/no-require-imports': 'off' },
-    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', process: 'readonly', module: 'writable', setTimeout: 'readonly' } },
-  },
-  {
     files: ['bench/**/*.{js,mjs,ts}', '.ci/**/*.js', 'scripts/**/*.mjs', 'examples/**/*.ts'],
     rules: { 'no-console': 'off' },
     languageOptions: { globals: { require: 'readonly', process: 'readonly', console: 'readonly', module: 'writable', __dirname: 'readonly' } },

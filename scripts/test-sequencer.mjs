@@ -10,9 +10,9 @@
 // The seconds are what `.ci/run` measured on a two-core machine (its list of the slowest test
 // files at the end of each run); refresh them when that list changes much. Only the order
 // depends on them.
+import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import Sequencer from '@jest/test-sequencer';
-import lanes from './test-lanes.cjs';
 
 const BaseSequencer = Sequencer.default ?? Sequencer;
 
@@ -71,6 +71,19 @@ const MEASURED = {
 /** Seconds per kilobyte of a file with no record, by its kind (`*.e2e.spec.ts`, `*.int.spec.ts`, others). */
 const PER_KB = { e2e: 2, int: 1.5, unit: 0.2 };
 
+/** The swarm lock a file holds (support/swarm.ts, `holdSwarm`) on the shared swarm, if any. */
+function swarmLock(path) {
+  let text = '';
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+  if (text.includes("holdSwarm('exclusive');")) return 'exclusive';
+  if (text.includes("holdSwarm('shared');")) return 'shared';
+  return null;
+}
+
 const conflict = (a, b) => a !== null && b !== null && (a === 'exclusive' || b === 'exclusive');
 
 export default class LongestFirst extends BaseSequencer {
@@ -88,10 +101,7 @@ export default class LongestFirst extends BaseSequencer {
       const kind = test.path.endsWith('.e2e.spec.ts') ? 'e2e' : test.path.endsWith('.int.spec.ts') ? 'int' : 'unit';
       return ((test.context.hasteFS.getSize(test.path) ?? 0) / 1024) * PER_KB[kind];
     };
-    const timed = tests.map((test) => {
-      const swarm = lanes.swarmUse(test.path);
-      return { test, failed: this.hasFailed(test), seconds: seconds(test), lock: swarm.sharedSwarm, busy: !swarm.drivesSwarm };
-    });
+    const timed = tests.map((test) => ({ test, failed: this.hasFailed(test), seconds: seconds(test), lock: swarmLock(test.path) }));
     // As jest does: what failed last time first, for a quick answer; then the longest first.
     timed.sort((a, b) => (a.failed !== b.failed ? (a.failed ? -1 : 1) : b.seconds - a.seconds));
     return this.spread(timed).map((entry) => entry.test);
@@ -99,13 +109,11 @@ export default class LongestFirst extends BaseSequencer {
 
   /**
    * Jest gives the next file to the first worker that is free. Played out with the expected
-   * times: a busy file starts once it has a CPU slot (scripts/test-lanes.cjs), a file that
-   * would run beside one holding the swarm's lock in a conflicting mode would only wait for
-   * it; either gives its turn to the next file that would not wait, and runs later.
+   * times, a file that would run beside one holding the swarm's lock in a conflicting mode (it
+   * would only wait for it) gives its turn to the next file that would not; it runs later.
    */
   spread(timed) {
     if (this.workers < 2) return timed;
-    const slots = lanes.cpuSlots();
     const free = new Array(this.workers).fill(0);
     const running = [];
     const order = [];
@@ -114,18 +122,11 @@ export default class LongestFirst extends BaseSequencer {
       const worker = free.indexOf(Math.min(...free));
       const now = free[worker];
       const clashes = (entry) => running.filter((r) => r.end > now && conflict(r.lock, entry.lock));
-      const busyNow = running.filter((r) => r.end > now && r.busy).length;
-      const waitsForSlot = (entry) => entry.busy && busyNow >= slots;
-      let index = pending.findIndex((entry) => clashes(entry).length === 0 && !waitsForSlot(entry));
-      if (index === -1) index = pending.findIndex((entry) => clashes(entry).length === 0);
+      const index = pending.findIndex((entry) => clashes(entry).length === 0);
       const [entry] = pending.splice(index === -1 ? 0 : index, 1);
-      // A file that cannot avoid a clash starts once the holder is done; a busy one once a slot is free.
-      let start = Math.max(now, ...clashes(entry).map((r) => r.end));
-      if (entry.busy) {
-        const ends = running.filter((r) => r.busy && r.end > start).map((r) => r.end).sort((a, b) => a - b);
-        if (ends.length >= slots) start = Math.max(start, ends[ends.length - slots]);
-      }
-      running.push({ lock: entry.lock, busy: entry.busy, end: start + entry.seconds });
+      // A file that cannot avoid a clash starts once the holder is done.
+      const start = Math.max(now, ...clashes(entry).map((r) => r.end));
+      running.push({ lock: entry.lock, end: start + entry.seconds });
       free[worker] = start + entry.seconds;
       order.push(entry);
     }

@@ -128,9 +128,12 @@ export function readDockerfile(dockerfile: string): DockerfileReads {
   const images: string[] = [];
   const stageLines: number[] = [];
   let seenFrom = false;
-  const reference = (raw: string, where: string): void => {
+  // A number is a stage only in COPY/ADD --from, and only when an earlier stage has it; in FROM,
+  // or past the stages, the engine takes it as an image name or id prefix: checked as one.
+  const reference = (raw: string, where: string, stageNumbers = 0): void => {
     const value = lexWord(raw, args, escape);
-    if (value === '' || stages.has(value.toLowerCase()) || /^[0-9]+$/.test(value) || value.toLowerCase() === 'scratch') return;
+    if (value === '' || stages.has(value.toLowerCase()) || value.toLowerCase() === 'scratch') return;
+    if (/^[0-9]+$/.test(value) && Number(value) < stageNumbers) return;
     if (!REFERENCE.test(value)) throw new UnreadableReference(`the image reference "${raw}" of ${where} is not an image name`);
     images.push(value);
   };
@@ -154,7 +157,8 @@ export function readDockerfile(dockerfile: string): DockerfileReads {
         const value = flag.slice('--from='.length);
         // The builder does not expand variables in --from: a reference there must be written plainly.
         if (!REFERENCE.test(value)) throw new UnreadableReference(`the image reference "${value}" of ${keyword} --from must be written plainly, without quotes, escapes or variables`);
-        reference(value, `${keyword} --from`);
+        // Behind ONBUILD the stages are another Dockerfile's: a number there is checked as an image.
+        reference(value, `${keyword} --from`, onbuild ? 0 : stageLines.length);
       }
       if (keyword === 'ADD') {
         if (text.includes('$')) throw new UnreadableReference('ADD sources must be written without variables');

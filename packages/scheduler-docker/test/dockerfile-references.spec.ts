@@ -14,6 +14,14 @@ describe('imageReferences', () => {
     expect(imageReferences(dockerfile)).toEqual(['node:20', 'tools:1']);
   });
 
+  it('takes a number for a stage only in COPY --from and only below the stages so far: elsewhere the engine looks it up as an image id prefix', () => {
+    // `FROM 012345` finds an image whose id starts 012345 (another app's layer, say).
+    expect(imageReferences('FROM 012345\nRUN cat /secret\n')).toEqual(['012345']);
+    expect(imageReferences('FROM busybox AS a\nFROM busybox\nCOPY --from=0 /a /a\nCOPY --from=00 /a /a\nCOPY --from=123456 /s /s\n')).toEqual(['busybox', 'busybox', '123456']);
+    expect(imageReferences('FROM busybox\nCOPY --from=1 /s /s\n')).toEqual(['busybox', '1']);
+    expect(imageReferences('FROM busybox\nONBUILD COPY --from=0 /s /s\n')).toEqual(['busybox', '0']);
+  });
+
   it('expands global ARG defaults in FROM, and reads through continuation lines, comments and ONBUILD', () => {
     const dockerfile = [
       'ARG BASE=victim:3 OTHER="quoted:1"',

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { createEngine, unguardBuildBridge } from '@svc/scheduler-docker';
 import { describeWithSandbox, sandboxUnavailable, testUidRange } from '../../scheduler-process/test/support/sandbox';
 import { removeEngineInstance } from './support/docker';
+import { TEST_PASSWORD_HASHING } from './support/server';
 
 /*
  * The README followed as written (scripts/readme-check.mjs): its CLI walk, API walk and git
@@ -22,8 +23,7 @@ function readmeCheck(env: Record<string, string>): Promise<{ code: number; outpu
     execFile(
       process.execPath,
       [join(ROOT, 'scripts', 'readme-check.mjs')],
-      // The walks' controllers sign in at the lowest scrypt cost, as every test controller (support/server.ts).
-      { cwd: ROOT, env: { ...process.env, PASSWORD_SCRYPT_N: '1024', ...env }, maxBuffer: 64 * 1024 * 1024, timeout: WALKS_TIMEOUT_MS },
+      { cwd: ROOT, env: { ...process.env, ...TEST_PASSWORD_HASHING, ...env }, maxBuffer: 64 * 1024 * 1024, timeout: WALKS_TIMEOUT_MS },
       (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, output: `${stdout}${stderr}` }),
     );
   });

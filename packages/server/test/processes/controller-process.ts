@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { watchStart } from './log-lines';
 import type { WorkspaceBuild } from './workspace-build';
+import { TEST_PASSWORD_HASHING } from '../support/server';
 
 /** A controller running as a child process, as `npm start` runs it. */
 export interface ControllerProcess {
@@ -39,8 +40,7 @@ export function startController(build: WorkspaceBuild, options: ControllerOption
       GIT_SSH_PORT: 'off',
       // Nor for the router's port.
       ROUTER_PORT: '0',
-      // The lowest scrypt cost, as for the controllers in the test process (support/server.ts).
-      PASSWORD_SCRYPT_N: '1024',
+      ...TEST_PASSWORD_HASHING,
       ...options.env,
       // The start-up line at level info tells which port it listens on.
       LOG_LEVEL: 'info',

@@ -11,6 +11,12 @@ export function inlineNode(program: string): string {
   return `exec ${JSON.stringify(process.execPath)} -e "eval(Buffer.from('${Buffer.from(program).toString('base64')}', 'base64').toString())"`;
 }
 
+/**
+ * Sign-ups and sign-ins of every test controller at the lowest scrypt cost: no suite is about the
+ * hash's cost (crypto-node's tests are), and at the default it was much of the suites' CPU.
+ */
+export const TEST_PASSWORD_HASHING = { PASSWORD_SCRYPT_N: '1024' } as const;
+
 /** A uid range of its own for one test controller, as `SANDBOX_UID_RANGE`. */
 export function testUidRange(): string {
   const from = 300000 + Math.floor(Math.random() * 5000) * 100;
@@ -50,9 +56,7 @@ export async function startTestServer(store: Store, env: Record<string, string> 
     SANDBOX_UID_RANGE: testUidRange(),
     // The router runs in this process unless a suite asks for worker processes.
     ROUTER_WORKERS: '0',
-    // Sign-ups and sign-ins at the lowest scrypt cost: no suite is about the hash's cost
-    // (crypto-node's tests are), and at the default it was much of the suites' CPU.
-    PASSWORD_SCRYPT_N: '1024',
+    ...TEST_PASSWORD_HASHING,
     ...env,
     ...(store.databaseUrl === undefined ? {} : { DATABASE_URL: store.databaseUrl }),
     HOST: '127.0.0.1',

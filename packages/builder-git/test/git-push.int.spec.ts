@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describeEachBackend, signUp, startTestServer, useServer, type Session } from '../../server/test/support';
+import { describeOnSqlite, signUp, startTestServer, useServer, type Session } from '../../server/test/support';
 import { WorkingCopy, keyPair, nodeApp, run, type KeyPair } from './support/git-client';
 
 /** Builds, newest first, as the API lists them. */
@@ -39,7 +39,7 @@ async function hostKeyOf(port: number): Promise<string> {
  * The whole controller (API, database, process scheduler, git server) with the real git and
  * ssh clients: a developer's walk from registering to rolling back.
  */
-describeEachBackend('git push deploys', (backend) => {
+describeOnSqlite('git push deploys', 'builds and releases recorded in releases.e2e and postgres.int, the build slots in build-slot-store.int', (backend) => {
   // A port range of its own: controllers of other test files running at the same time hand
   // out ports from the default range, and an app must never answer on another's port.
   const ports = 30000 + Math.floor(Math.random() * 50) * 200;

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describeEachBackend, ownBuildNetwork, removeBuildNetwork, signUp, useServer, type Session } from '../../server/test/support';
+import { describeOnSqlite, ownBuildNetwork, removeBuildNetwork, signUp, useServer, type Session } from '../../server/test/support';
 import { WorkingCopy, keyPair, nodeApp, type KeyPair } from '../../builder-git/test/support/git-client';
 import { APP_LABEL, APP_UID } from '../src';
 import { BUSYBOX_IMAGE, NODE_IMAGE, TEST_DOCKER_HOST, describeWithEngineClient as describeWithEngine, imageExists, runIn } from './support/engine';
@@ -38,7 +38,7 @@ const dockerApp = (message: string): Record<string, string> => ({
  * image again, a failing build is refused and leaves nothing, old images go.
  */
 describeWithEngine('git push builds images', (engine) => {
-  describeEachBackend('git push builds images', (backend) => {
+  describeOnSqlite('git push builds images', 'builds and releases recorded in releases.e2e and postgres.int, the build slots in build-slot-store.int', (backend) => {
     const suffix = `${Date.now().toString(36)}${Math.floor(Math.random() * 1000)}`;
     const web = `dweb-${suffix}`;
     const proc = `dproc-${suffix}`;

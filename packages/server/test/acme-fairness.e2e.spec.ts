@@ -3,7 +3,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { startDnsResponder, type DnsResponder } from '../../certs-acme/test/support/dns';
 import { describeWithPebble, freePort, startPebble, type Pebble } from '../../certs-acme/test/support/pebble';
-import { describeEachBackend, signUp, startTestServer, type Session, type TestServer } from './support';
+import { describeOnSqlite, signUp, startTestServer, type Session, type TestServer } from './support';
 
 /*
  * Automatic HTTPS between tenants, against Debian's pebble, as a hostile tenant would try
@@ -53,7 +53,7 @@ async function silentListener(port: number): Promise<{ server: Server; close: ()
 }
 
 describeWithPebble('fair automatic HTTPS against pebble', () => {
-  describeEachBackend('certificates fair by tenant', (backend) => {
+  describeOnSqlite('certificates fair by tenant', 'the TLS state store of every process, leases, back-off and pauses in tls-store.int; two processes on one database in acme-shared.e2e', (backend) => {
     jest.setTimeout(240_000);
     let dns: DnsResponder;
     let pebble: Pebble;

@@ -1,6 +1,6 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { describeEachBackend, login, signUp, unique, useServer, type ApiClient, type HttpResponse, type Session } from './support';
+import { describeOnSqlite, login, signUp, unique, useServer, type ApiClient, type HttpResponse, type Session } from './support';
 import { ecdsaPair, ed25519Pair } from './support/certs';
 import { ed25519PublicKey } from './support/ssh-keys';
 
@@ -335,7 +335,7 @@ function ok(res: HttpResponse<unknown>, what: string, ...statuses: number[]): vo
   if (!statuses.includes(res.status)) throw new Error(`${what}: ${res.status} ${res.text}`);
 }
 
-describeEachBackend('authorization matrix', (backend) => {
+describeOnSqlite('authorization matrix', 'the permission table is in core; the repositories it reads in postgres.int, tenants.e2e and apps.e2e', (backend) => {
   // Every row at every version gets fresh apps of the owner: far more than the default quota.
   const server = useServer(backend, { SCHEDULER: 'memory', QUOTA_APPS_PER_USER: '100000' });
   let f: Fixture;

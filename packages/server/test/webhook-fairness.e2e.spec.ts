@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { describeEachBackend, signUp, useServer, type Session } from './support';
+import { describeOnSqlite, signUp, useServer, type Session } from './support';
 
 /** How long one attempt may take here; the slow receivers answer only after it. */
 const TIMEOUT_SECONDS = 6;
@@ -64,7 +64,10 @@ const waitFor = async <T>(what: string, check: () => Promise<T | undefined> | T 
 /** The last word of each summary: the config key a change set. */
 const keys = (r: Receiver): string[] => r.got.map((g) => g.summary.split(' ').pop() as string);
 
-describeEachBackend('webhooks: fair between tenants, slowed per receiver, in order per receiver', (backend) => {
+describeOnSqlite(
+  'webhooks: fair between tenants, slowed per receiver, in order per receiver',
+  'the turns of receivers in webhook-heads.int, the event journal in events.int and events.e2e',
+  (backend) => {
   const server = useServer(backend, {
     WEBHOOK_ALLOWED_HOSTS: '127.0.0.1',
     WEBHOOK_POLL_SECONDS: '1',

@@ -108,6 +108,22 @@ let skipAnnounced = false;
 export const E2E_TIMEOUT_MS = 60_000;
 
 /**
+ * Declares the suite on SQLite alone, for a suite whose subject is not the database: what it
+ * stores goes through stores whose contract suites run on both databases (`why` names them).
+ * Its title says so, so that a report of the run shows where PostgreSQL is covered instead.
+ * A second PostgreSQL run of such a suite costs a whole pass of its servers, builds or
+ * timeouts and tests nothing the contract suites do not.
+ */
+export function describeOnSqlite(title: string, why: string, body: (backend: Backend) => void): void {
+  jest.setTimeout(E2E_TIMEOUT_MS);
+  const backend = new SqliteBackend();
+  describe(`${title} [sqlite; PostgreSQL: ${why}]`, () => {
+    afterAll(() => backend.cleanup());
+    body(backend);
+  });
+}
+
+/**
  * Declares the suite once per backend: always SQLite, and PostgreSQL when
  * TEST_DATABASE_URL is set. Without it the PostgreSQL run is declared skipped and one line
  * says so on standard output, so that it never goes missing silently.

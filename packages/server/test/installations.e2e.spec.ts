@@ -6,7 +6,7 @@ import { installationId } from '@svc/crypto-node';
 import { LABELS, createEngine, unguardHostFromBridge, type Docker } from '@svc/scheduler-docker';
 import { loadConfig, startServer, type RunningServer } from '../src';
 import { PreflightError } from '../src/preflight';
-import { ApiClient, ENGINE_E2E_ENV, describeEachBackend, removeEngineInstance, signUp, viaRouter, type Backend, type Session, type Store } from './support';
+import { ApiClient, ENGINE_E2E_ENV, describeEachBackend, ownBuildNetwork, removeEngineInstance, signUp, viaRouter, type Backend, type Session, type Store } from './support';
 
 /*
  * Two installations on one Docker engine (issue 34): the second one started with the first
@@ -24,9 +24,16 @@ const SECRET_A = `installation-a-${tag}-0123456789abcdef0123456789`;
 const SECRET_B = `installation-b-${tag}-0123456789abcdef0123456789`;
 
 /** The Docker settings of one instance on the test engine. */
-function instanceEnv(name: string): { DOCKER_INSTANCE: string; DOCKER_NETWORK: string; DOCKER_BRIDGE: string } {
-  return { DOCKER_INSTANCE: `inst-${name}-${tag}`, DOCKER_NETWORK: `svc-inst-${name}-${tag}`, DOCKER_BRIDGE: `svci${name}${tag}`.slice(0, 15) };
+function instanceEnv(name: string): { DOCKER_INSTANCE: string; DOCKER_NETWORK: string; DOCKER_BRIDGE: string; BUILDPACK_NETWORK: string; BUILDPACK_BRIDGE: string } {
+  // A build network of its own too: the default one (svc-build) would outlive the test on the shared engine.
+  return { DOCKER_INSTANCE: `inst-${name}-${tag}`, DOCKER_NETWORK: `svc-inst-${name}-${tag}`, DOCKER_BRIDGE: `svci${name}${tag}`.slice(0, 15), ...ownBuildNetwork() };
 }
+const engineNames = (instance: ReturnType<typeof instanceEnv>): Parameters<typeof removeEngineInstance>[1] => ({
+  instance: instance.DOCKER_INSTANCE,
+  network: instance.DOCKER_NETWORK,
+  bridge: instance.DOCKER_BRIDGE,
+  build: { network: instance.BUILDPACK_NETWORK, bridge: instance.BUILDPACK_BRIDGE },
+});
 
 const describeEngine = TEST_DOCKER_HOST !== null ? describe : process.env.CI === 'true' ? describe : describe.skip;
 if (TEST_DOCKER_HOST === null && process.env.CI !== 'true') {
@@ -93,8 +100,8 @@ describeEngine('two installations on one Docker engine', () => {
     afterAll(async () => {
       for (const server of servers.splice(0)) await server.close().catch(() => undefined);
       if (docker) {
-        await removeEngineInstance(docker, { instance: shared.DOCKER_INSTANCE, network: shared.DOCKER_NETWORK, bridge: shared.DOCKER_BRIDGE });
-        await removeEngineInstance(docker, { instance: own.DOCKER_INSTANCE, network: own.DOCKER_NETWORK, bridge: own.DOCKER_BRIDGE });
+        await removeEngineInstance(docker, engineNames(shared));
+        await removeEngineInstance(docker, engineNames(own));
       } else {
         await unguardHostFromBridge(shared.DOCKER_BRIDGE);
         await unguardHostFromBridge(own.DOCKER_BRIDGE);

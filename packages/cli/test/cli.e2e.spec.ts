@@ -58,8 +58,8 @@ describe('svc, the command-line client, against a running controller', () => {
   let checkout: string;
   let svc: CliRunner;
   let gitEnv: NodeJS.ProcessEnv;
-  // A port range no other suite uses (git push: 52000-53999, the router: 44000, the scheduler: 43000).
-  const ports = 50000 + Math.floor(Math.random() * 10) * 200;
+  // A port range no other suite uses (git push: 30000-39999, the router: 44000, the scheduler: 43000).
+  const ports = 50000 + Math.floor(Math.random() * 20) * 200;
 
   const git = (args: string[]): string => execFileSync('git', args, { cwd: checkout, env: gitEnv, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
 

@@ -116,8 +116,12 @@ export const E2E_TIMEOUT_MS = 60_000;
  */
 export function describeOnSqlite(title: string, why: string, body: (backend: Backend) => void): void {
   jest.setTimeout(E2E_TIMEOUT_MS);
-  const backend = new SqliteBackend();
-  describe(`${title} [sqlite; PostgreSQL: ${why}]`, () => {
+  describeOn(new SqliteBackend(), `${title} [sqlite; PostgreSQL: ${why}]`, body);
+}
+
+/** One suite on one backend, whose stores go at its end. */
+function describeOn(backend: Backend, title: string, body: (backend: Backend) => void): void {
+  describe(title, () => {
     afterAll(() => backend.cleanup());
     body(backend);
   });
@@ -136,10 +140,7 @@ export function describeEachBackend(title: string, body: (backend: Backend) => v
 
   for (const make of backends) {
     const backend = make();
-    describe(`${title} [${backend.name}]`, () => {
-      afterAll(() => backend.cleanup());
-      body(backend);
-    });
+    describeOn(backend, `${title} [${backend.name}]`, body);
   }
   if (pg === null) {
     if (!skipAnnounced) {

@@ -6,6 +6,7 @@ import type { Dialect } from './dialect';
 import type { DatabaseLogger } from './logger';
 import { MIGRATIONS_TABLE, migrationsFor } from './migrations';
 import { Mutex } from './mutex';
+import { reportingClient } from './pg-client';
 import { allSchemas, buildSchemas, type Schemas } from './schema';
 import type { Engine } from './session';
 import { ManagerRunner, PostgresPoolRunner, SLOW_STATEMENT_MS, SqliteConnectionRunner, type SqlRunner, type Statement } from './sql';
@@ -242,8 +243,12 @@ export class PostgresEngine implements ManagedEngine {
         poolSize: options.poolSize,
         applicationName: 'svc-controller',
         connectTimeoutMS: 10_000,
-        // Passed to every pooled connection: a runaway statement cannot hold locks forever.
-        extra: options.statementTimeoutMs > 0 ? { statement_timeout: options.statementTimeoutMs } : {},
+        extra: {
+          // Every pooled connection reports its errors (pg-client.ts) ...
+          Client: reportingClient(options.logger),
+          // ... and a runaway statement of one cannot hold locks forever.
+          ...(options.statementTimeoutMs > 0 ? { statement_timeout: options.statementTimeoutMs } : {}),
+        },
         logger: options.ormLogger,
         maxQueryExecutionTime: SLOW_QUERY_MS,
         migrations: migrationsFor('postgres'),

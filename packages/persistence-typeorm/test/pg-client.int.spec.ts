@@ -8,8 +8,8 @@ import { TEST_DATABASE_URL } from './support/postgres';
  * while it is idle, so without a listener of its own the error ends the process.
  */
 
-async function terminate(pid: number): Promise<void> {
-  const admin = new Client({ connectionString: TEST_DATABASE_URL ?? '' });
+async function terminate(url: string, pid: number): Promise<void> {
+  const admin = new Client({ connectionString: url });
   await admin.connect();
   try {
     await admin.query('SELECT pg_terminate_backend($1)', [pid]);
@@ -25,9 +25,10 @@ if (TEST_DATABASE_URL === null) {
     it('report the end of a lent connection instead of raising it', () => undefined);
   });
 } else {
+  const url = TEST_DATABASE_URL;
   describe('pooled PostgreSQL connections', () => {
     it("pg's pool lends a connection with no error listener of its own (why reportingClient exists)", async () => {
-      const pool = new Pool({ connectionString: TEST_DATABASE_URL, max: 1 });
+      const pool = new Pool({ connectionString: url, max: 1 });
       try {
         const lent = await pool.connect();
         expect(lent.listenerCount('error')).toBe(0);
@@ -39,12 +40,12 @@ if (TEST_DATABASE_URL === null) {
 
     it('report the end of a lent connection to the logger, raise nothing, and the pool serves on a new one', async () => {
       const warnings: string[] = [];
-      const pool = new Pool({ connectionString: TEST_DATABASE_URL, max: 1, Client: reportingClient({ info: () => undefined, warn: (m) => warnings.push(m) }) });
+      const pool = new Pool({ connectionString: url, max: 1, Client: reportingClient({ info: () => undefined, warn: (m) => warnings.push(m) }) });
       pool.on('error', () => undefined);
       try {
         const lent = await pool.connect();
         const { rows } = await lent.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-        await terminate(Number(rows[0]?.pid));
+        await terminate(url, Number(rows[0]?.pid));
         for (let i = 0; i < 100 && warnings.length === 0; i++) await new Promise((done) => setTimeout(done, 50));
         expect(warnings).toEqual([expect.stringMatching(/^A PostgreSQL connection failed and is dropped: terminating connection due to administrator command/)]);
         lent.release(true);

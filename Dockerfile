@@ -52,7 +52,7 @@ WORKDIR /app
 COPY --from=build /src/package.json /src/package-lock.json ./
 COPY --from=build /src/node_modules ./node_modules
 COPY --from=build /src/packages ./packages
-# The built-in buildpacks (node, plain) that builds of pushes without a Dockerfile use.
+# The built-in buildpacks (node, static, plain) that builds of pushes without a Dockerfile use.
 COPY --from=build /src/buildpacks ./buildpacks
 # Writable by the controller's uid however the engine maps the volume's owner: on an engine with
 # user-namespace remapping the controller keeps the host's namespace (compose.yaml) while the

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { isAbsolute, join, relative, resolve } from 'node:path';
-import { DomainError, planSourceBuild, type SourceFiles, type UseCases } from '@svc/core';
+import { BUILDPACKS_FILE, DomainError, planSourceBuild, type SourceFiles, type UseCases } from '@svc/core';
 import { runGit, type GitEnvironment } from './git';
 import type { HookRequest } from './hook';
 import { DEFAULT_BRANCH, DEPLOY_BRANCHES, type RepositoryOwner, type RepositoryStore } from './repositories';
@@ -178,12 +178,12 @@ export class SourceBuilder {
     });
   }
 
-  /** The commit's Procfile and Dockerfile at its top level, when they are regular files. */
+  /** The commit's Procfile, Dockerfile and `.buildpacks` at its top level, when they are regular files. */
   private async readSourceFiles(env: GitEnvironment, sha: string): Promise<SourceFiles> {
-    const listing = (await runGit(['ls-tree', '-z', sha, '--', 'Procfile', 'Dockerfile'], { env })).toString('utf8');
-    const files: SourceFiles = { procfile: null, dockerfile: null };
+    const listing = (await runGit(['ls-tree', '-z', sha, '--', 'Procfile', 'Dockerfile', BUILDPACKS_FILE], { env })).toString('utf8');
+    const files: SourceFiles = { procfile: null, dockerfile: null, buildpacks: null };
     for (const entry of listing.split('\0').filter(Boolean)) {
-      const match = /^(\d+) (\w+) ([0-9a-f]+)\t(Procfile|Dockerfile)$/.exec(entry);
+      const match = /^(\d+) (\w+) ([0-9a-f]+)\t(Procfile|Dockerfile|\.buildpacks)$/.exec(entry);
       if (match === null) continue;
       const [, mode = '', kind = '', object = '', name = ''] = match;
       if (kind !== 'blob' || (mode !== '100644' && mode !== '100755')) {
@@ -193,7 +193,8 @@ export class SourceBuilder {
       if (size > 2 * 1024 * 1024) throw new Refused(`${name} is larger than 2 MiB.`);
       const text = (await runGit(['cat-file', 'blob', object], { env })).toString('utf8');
       if (name === 'Procfile') files.procfile = text;
-      else files.dockerfile = text;
+      else if (name === 'Dockerfile') files.dockerfile = text;
+      else files.buildpacks = text;
     }
     return files;
   }

@@ -296,3 +296,83 @@ describe('DeploySource without buildpacks', () => {
     expect(new World({}, null, { compiler: new FakeSourceCompiler(), buildpacks: new FakeBuildpackCatalog() }).useCases.deploySource.compilesWithBuildpacks).toBe(true);
   });
 });
+
+describe('DeploySource with a .buildpacks file (several buildpacks in order)', () => {
+  const LISTED = '# the site first, then its server\nhttps://github.com/acme/assets.git#v1\n\nnode\n';
+
+  it('detects and compiles with every listed buildpack in order, fetching the URLs, and takes the last one\'s process types', async () => {
+    const s = await setup({ settings: { buildpackUrlAllow: ['https://github.com/acme/'] } });
+    s.compiler
+      .behave('https://github.com/acme/assets.git#v1', { detect: 'Assets', compileOutput: ['bundling'], release: 'default_process_types:\n  assets: ./watch\n' })
+      .behave('node', { detect: 'Node.js', compileOutput: ['npm ci'], release: NODE_RELEASE });
+    const lines: string[] = [];
+
+    const published = await s.world.useCases.deploySource.execute(s.key, 'myapp', pushed(sha(1), { buildpacks: LISTED }), (l) => lines.push(l));
+
+    expect(s.catalog.fetches).toEqual([{ url: 'https://github.com/acme/assets.git', ref: 'v1' }]);
+    expect(s.compiler.steps()).toEqual([
+      'open',
+      'detect:https://github.com/acme/assets.git#v1',
+      'compile:https://github.com/acme/assets.git#v1',
+      'detect:node',
+      'compile:node',
+      'release:node',
+      'finish',
+    ]);
+    expect(lines).toEqual([
+      'Fetching the buildpack https://github.com/acme/assets.git#v1',
+      'Fetched https://github.com/acme/assets.git#v1',
+      'Detected Assets (.buildpacks, 1 of 2)',
+      'Compiling with https://github.com/acme/assets.git#v1',
+      'bundling',
+      'Detected Node.js (.buildpacks, 2 of 2)',
+      'Compiling with node',
+      'npm ci',
+      'Process types: web (from the buildpack)',
+    ]);
+    expect(published.build.procfile).toEqual({ web: 'npm start' });
+  });
+
+  it('refuses the push when a listed buildpack does not detect the app, naming it, and keeps nothing', async () => {
+    const s = await setup();
+    s.compiler.behave('plain', { detect: 'plain', release: '' });
+
+    const error = await rejectionOf(s.world.useCases.deploySource.execute(s.key, 'myapp', pushed(sha(1), { procfile: 'web: ./serve', buildpacks: 'plain\nnode\n' })));
+
+    expect(error.code).toBe('BUILD.NO_BUILDPACK');
+    expect(error.message).toBe('.buildpacks lists node, whose bin/detect does not take this app: add what it looks for, or take it out of .buildpacks.');
+    expect(s.compiler.steps()).toEqual(['open', 'detect:plain', 'compile:plain', 'detect:node', 'discard']);
+    expectNothingRecorded(s);
+  });
+
+  it.each([
+    ['an unknown name', 'node\npython\n', 'BUILD.BUILDPACK_UNKNOWN', '.buildpacks names the buildpack "python", which is not installed here. Installed: node, plain.'],
+    ['a URL the operator does not admit', 'https://github.com/evil/pack.git\n', 'BUILD.BUILDPACK_NOT_ALLOWED', /^\.buildpacks line 1: "https:\/\/github\.com\/evil\/pack\.git" cannot be used: .* is not among the buildpack URLs the operator admits/],
+    ['no entry', '# nothing yet\n\n', 'BUILD.BUILDPACK_NOT_ALLOWED', /^\.buildpacks lists no buildpack/],
+    ['more than eight', 'node\n'.repeat(9), 'BUILD.BUILDPACK_NOT_ALLOWED', '.buildpacks lists 9 buildpacks; a build runs at most 8.'],
+    ['a path', 'node\n../../etc\n', 'BUILD.BUILDPACK_NOT_ALLOWED', /^\.buildpacks line 2: "\.\.\/\.\.\/etc" cannot be used/],
+  ])('refuses a .buildpacks with %s before any build starts', async (_what, text, code, message) => {
+    const s = await setup({ settings: { buildpackUrlAllow: ['https://github.com/acme/'] } });
+
+    const error = await rejectionOf(s.world.useCases.deploySource.execute(s.key, 'myapp', pushed(sha(1), { procfile: 'web: ./serve', buildpacks: text })));
+
+    expect(error.code).toBe(code);
+    if (typeof message === 'string') expect(error.message).toBe(message);
+    else expect(error.message).toMatch(message);
+    expect(s.catalog.fetches).toEqual([]);
+    expect(s.compiler.calls).toEqual([]);
+    expectNothingRecorded(s);
+  });
+
+  it('leaves .buildpacks unused when BUILDPACK_URL is set, and says so', async () => {
+    const s = await setup();
+    await s.world.useCases.setConfig.execute(s.alice, 'myapp', { values: { BUILDPACK_URL: 'plain' } });
+    s.compiler.behave('plain', { detect: 'plain', release: '' });
+    const lines: string[] = [];
+
+    await s.world.useCases.deploySource.execute(s.key, 'myapp', pushed(sha(1), { procfile: 'web: ./serve', buildpacks: 'node\n' }), (l) => lines.push(l));
+
+    expect(lines[0]).toBe('BUILDPACK_URL is set: .buildpacks is not used');
+    expect(s.compiler.steps()).toEqual(['open', 'detect:plain', 'compile:plain', 'release:plain', 'finish']);
+  });
+});

@@ -19,7 +19,9 @@ jest.setTimeout(600_000);
  * release phase that fails refuses the push with the old version serving; BUILDPACK_URL picks
  * a buildpack from an allowed git URL and is refused for any other; a hostile buildpack's
  * compile reaches the npm registry and nothing of this host or another app; one that writes
- * 1 GiB into BUILD_DIR or CACHE_DIR is stopped at the limit and its push refused with the figures.
+ * 1 GiB into BUILD_DIR or CACHE_DIR is stopped at the limit and its push refused with the figures;
+ * a static site is served by the stack's static file server; a .buildpacks file runs each buildpack
+ * it lists in order.
  */
 
 const TEST_DOCKER_HOST = process.env.TEST_DOCKER_HOST?.trim() || null;
@@ -156,6 +158,15 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
       logs = (await alice.api.get(`/v1/apps/${id}/logs/?log_lines=100`)).text;
     }
     return logs;
+  };
+  /** Creates the app `id` and pushes a first commit of `files` to it from a working copy of its own; the caller deletes the app. */
+  const pushToNewApp = async (id: string, files: Record<string, string>): Promise<{ code: number; output: string }> => {
+    expect((await alice.api.post('/v1/apps/', { id })).status).toBe(201);
+    const own = await WorkingCopy.init(join(root, id), join(root, 'home'), key);
+    await own.expectGit(['remote', 'add', 'svc', `ssh://git@127.0.0.1:${server.gitPort as number}/${id}.git`]);
+    await own.commit(files, 'first version');
+    const outcome = await own.git(['push', 'svc', 'main']);
+    return { code: outcome.code ?? -1, output: `${outcome.stdout}${outcome.stderr}` };
   };
   const served = async (id: string): Promise<string> => {
     const answer = await viaRouter(server.routerPort ?? 0, id);
@@ -297,6 +308,39 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
     expect(probes.length).toBeGreaterThanOrEqual(targets.filter((t) => !t.startsWith('HOST:')).length);
     expect(probes.filter((line) => line.includes('REACHED'))).toEqual([]);
     expect(outcome.code).toBe(0);
+  });
+
+  it('builds a static site (public/index.html, no Procfile): the stack\'s server serves its files and no dot-name', async () => {
+    const site = `bps${name.slice(0, 3)}-${tag}`;
+    try {
+      const pushed = await pushToNewApp(site, { 'public/index.html': '<h1>a static site</h1>\n', 'public/docs/index.html': '<h1>its docs</h1>\n', 'public/.env': 'SECRET=1\n', 'README.md': 'the site is public/\n' });
+      expect(pushed.output).toContain('Static site detected: serving public/');
+      expect(pushed.code).toBe(0);
+      expect(await served(site)).toBe('<h1>a static site</h1>\n');
+      expect((await viaRouter(server.routerPort ?? 0, site, '/docs/')).text).toBe('<h1>its docs</h1>\n');
+      expect((await viaRouter(server.routerPort ?? 0, site, '/.env')).status).toBe(404);
+      expect((await viaRouter(server.routerPort ?? 0, site, '/%2e%2e/README.md')).status).toBe(404);
+      expect((await alice.api.get<{ structure: Record<string, number> }>(`/v1/apps/${site}/`)).body.structure).toEqual({ web: 1 });
+    } finally {
+      await alice.api.delete(`/v1/apps/${site}/`).catch(() => undefined);
+    }
+  });
+
+  it('runs every buildpack a .buildpacks file lists, in order, each on what the one before left; the last one names the web process', async () => {
+    const multi = `bpm${name.slice(0, 3)}-${tag}`;
+    await buildpackRepository(join(root, 'repos'), 'multi-a', 'echo "assets from a" > "$1/from-a.txt" && echo "a compiled"');
+    await buildpackRepository(join(root, 'repos'), 'multi-b', 'echo "b saw: $(cat "$1/from-a.txt")"');
+    try {
+      const pushed = await pushToNewApp(multi, { '.buildpacks': `# assets, then the server\n${git.url}multi-a.git\n${git.url}multi-b.git\n`, 'README.md': 'two buildpacks\n' });
+      expect(pushed.output).toContain('Detected Custom (.buildpacks, 1 of 2)');
+      expect(pushed.output).toContain('Detected Custom (.buildpacks, 2 of 2)');
+      expect(pushed.output.indexOf('a compiled')).toBeLessThan(pushed.output.indexOf('b saw: assets from a'));
+      expect(pushed.code).toBe(0);
+      expect(await served(multi)).toBe('ok');
+      expect(await logContaining(multi, 'compiled by multi-b')).toContain('compiled by multi-b');
+    } finally {
+      await alice.api.delete(`/v1/apps/${multi}/`).catch(() => undefined);
+    }
   });
 
   it('refuses a push whose compile writes past BUILD_IMAGE_LIMIT_MB or BUILD_CACHE_LIMIT_MB, the figures in its output, the app keeping its release', async () => {

@@ -15,6 +15,15 @@ export const BUILDPACK_UNKNOWN = 'BUILD.BUILDPACK_UNKNOWN';
 export const BUILDPACK_NOT_DETECTED = 'BUILD.NO_BUILDPACK';
 /** The code of a `bin/release` whose output cannot be used. */
 export const BUILDPACK_RELEASE_INVALID = 'BUILD.RELEASE_INVALID';
+/**
+ * The file at a commit's top level that lists the buildpacks its build runs, one per line, in
+ * order (Heroku's and Dokku's multi-buildpack `.buildpacks`): each line an installed
+ * buildpack's name or an admitted git URL, as `BUILDPACK_URL` takes them; blank lines and
+ * lines starting with `#` are skipped. `BUILDPACK_URL`, when set, comes first.
+ */
+export const BUILDPACKS_FILE = '.buildpacks';
+/** The most buildpacks `.buildpacks` may list. */
+export const BUILDPACKS_FILE_MAX = 8;
 
 /** How an app's build picks its buildpack. */
 export type BuildpackChoice =
@@ -32,10 +41,10 @@ const BUILDPACK_REF = /^[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}$/;
 const URL_MAX_LENGTH = 2048;
 const SCHEMES = new Set(['https:', 'http:']);
 
-function notAllowed(value: string, why: string): RequestRejected {
+function notAllowed(value: string, why: string, source: string): RequestRejected {
   // A password written into the URL is not repeated back.
   const shown = value.slice(0, 200).replace(/^([^/]*\/\/)[^/]*@/, '$1***@');
-  return new RequestRejected(BUILDPACK_NOT_ALLOWED, `${BUILDPACK_VARIABLE} ${JSON.stringify(shown)} cannot be used: ${why}`);
+  return new RequestRejected(BUILDPACK_NOT_ALLOWED, `${source} ${JSON.stringify(shown)} cannot be used: ${why}`);
 }
 
 /**
@@ -89,31 +98,66 @@ export function isBuildpackUrlAllowed(url: string, allow: readonly string[]): bo
  * Reads an app's `BUILDPACK_URL`: unset or blank is `auto`; a bare name is an installed
  * buildpack; anything else is a git URL with an optional `#ref`, admitted only when the
  * operator's allow-list (`BUILDPACK_URL_ALLOW`: exact URLs, or prefixes ending in `/`) admits it.
+ * `source` names where the value comes from in messages (`BUILDPACK_URL`, or a line of `.buildpacks`).
  * @throws RequestRejected `BUILD.BUILDPACK_NOT_ALLOWED` for a URL that is unusable or not admitted.
  */
-export function parseBuildpackChoice(value: string | undefined, allow: readonly string[]): BuildpackChoice {
+export function parseBuildpackChoice(value: string | undefined, allow: readonly string[], source: string = BUILDPACK_VARIABLE): BuildpackChoice {
   const trimmed = (value ?? '').trim();
+  const undo = source === BUILDPACK_VARIABLE ? `unset ${BUILDPACK_VARIABLE}` : `take it out of ${BUILDPACKS_FILE}`;
   if (trimmed === '') return { kind: 'auto' };
   if (BUILDPACK_NAME.test(trimmed) && !trimmed.includes('..')) return { kind: 'named', name: trimmed };
   const hash = trimmed.indexOf('#');
   const raw = hash < 0 ? trimmed : trimmed.slice(0, hash);
   const ref = hash < 0 ? null : trimmed.slice(hash + 1);
   if (ref !== null && ref !== '' && (!BUILDPACK_REF.test(ref) || ref.includes('..') || ref.includes('//') || ref.endsWith('/') || ref.endsWith('.lock'))) {
-    throw notAllowed(trimmed, 'the part after "#" must be a branch, tag or commit (letters, digits, ".", "_", "-", "/").');
+    throw notAllowed(trimmed, 'the part after "#" must be a branch, tag or commit (letters, digits, ".", "_", "-", "/").', source);
   }
   let url: string;
   try {
     url = normaliseBuildpackUrl(raw);
   } catch (error) {
-    throw notAllowed(trimmed, `${error instanceof Error ? error.message : String(error)}. Set it to an installed buildpack's name or an https:// git URL.`);
+    throw notAllowed(trimmed, `${error instanceof Error ? error.message : String(error)}. Set it to an installed buildpack's name or an https:// git URL.`, source);
   }
   if (allow.length === 0) {
-    throw notAllowed(trimmed, `this platform admits no buildpack URL (its operator lists none in ${BUILDPACK_ALLOW_SETTING}). Name an installed buildpack instead, or unset ${BUILDPACK_VARIABLE}.`);
+    throw notAllowed(trimmed, `this platform admits no buildpack URL (its operator lists none in ${BUILDPACK_ALLOW_SETTING}). Name an installed buildpack instead, or ${undo}.`, source);
   }
   if (!isBuildpackUrlAllowed(url, allow)) {
-    throw notAllowed(trimmed, `${url} is not among the buildpack URLs the operator admits (${BUILDPACK_ALLOW_SETTING}: exact URLs, or prefixes ending in "/").`);
+    throw notAllowed(trimmed, `${url} is not among the buildpack URLs the operator admits (${BUILDPACK_ALLOW_SETTING}: exact URLs, or prefixes ending in "/").`, source);
   }
   return { kind: 'url', url, ref: ref === '' ? null : ref };
+}
+
+/**
+ * Reads a commit's `.buildpacks`: the buildpacks it lists, in order, each read as
+ * `parseBuildpackChoice` reads `BUILDPACK_URL` (its messages naming the line).
+ * @throws RequestRejected `BUILD.BUILDPACK_NOT_ALLOWED` for an entry that is unusable or not
+ *   admitted, a file that lists none, or more than `BUILDPACKS_FILE_MAX`.
+ */
+export function parseBuildpacksFile(text: string, allow: readonly string[]): Array<Exclude<BuildpackChoice, { kind: 'auto' }>> {
+  const entries = text
+    .split(/\r?\n/)
+    .map((line, index) => ({ line: index + 1, value: line.trim() }))
+    .filter((entry) => entry.value !== '' && !entry.value.startsWith('#'));
+  if (entries.length === 0) {
+    throw new RequestRejected(BUILDPACK_NOT_ALLOWED, `${BUILDPACKS_FILE} lists no buildpack: list one per line (an installed buildpack's name or an admitted git URL), or remove the file.`);
+  }
+  if (entries.length > BUILDPACKS_FILE_MAX) {
+    throw new RequestRejected(BUILDPACK_NOT_ALLOWED, `${BUILDPACKS_FILE} lists ${entries.length} buildpacks; a build runs at most ${BUILDPACKS_FILE_MAX}.`);
+  }
+  return entries.map(({ line, value }) => {
+    const choice = parseBuildpackChoice(value, allow, `${BUILDPACKS_FILE} line ${line}:`);
+    // A line is never blank here, so never `auto`.
+    if (choice.kind === 'auto') throw new RequestRejected(BUILDPACK_NOT_ALLOWED, `${BUILDPACKS_FILE} line ${line} names no buildpack.`);
+    return choice;
+  });
+}
+
+/** How a push is told that a buildpack its `.buildpacks` lists does not take the app. */
+export function listedBuildpackNotDetected(name: string): RequestRejected {
+  return new RequestRejected(
+    BUILDPACK_NOT_DETECTED,
+    `${BUILDPACKS_FILE} lists ${name}, whose bin/detect does not take this app: add what it looks for, or take it out of ${BUILDPACKS_FILE}.`,
+  );
 }
 
 /** The largest `bin/release` output read, in characters. */

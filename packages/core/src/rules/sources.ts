@@ -73,6 +73,8 @@ export function sourceImage(appId: string, sha: string): string {
 export interface SourceFiles {
   procfile: string | null;
   dockerfile: string | null;
+  /** The commit's `.buildpacks` (the buildpacks its build runs, in order); absent or null when it has none. */
+  buildpacks?: string | null;
 }
 
 /** What a pushed commit builds into. */

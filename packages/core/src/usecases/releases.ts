@@ -325,7 +325,7 @@ export class DeploySource {
           const { config } = await currentRelease(repos, app.id);
           const ports = { compiler: this.deps.compiler!, buildpacks: this.deps.buildpacks! };
           const request = { app: app.id, appUuid: app.uuid, directory: source.workdir, env: { ...config.values } };
-          compiled = await compileSource(ports, this.deps.settings, request, plan.procfile, output);
+          compiled = await compileSource(ports, this.deps.settings, request, plan.procfile, output, source.buildpacks ?? null);
           image = compiled.source.image;
         } else if (images !== null) {
           const kind = source.dockerfile !== null ? 'dockerfile' : 'procfile';

@@ -21,7 +21,7 @@ const MEASURED = {
   'packages/scheduler-docker/test/source-compiler.int.spec.ts': 210,
   'packages/scheduler-docker/test/swarm-scheduler-contract.int.spec.ts': 208,
   'packages/server/test/readme.e2e.spec.ts': 185,
-  'packages/server/test/buildpacks.e2e.spec.ts': 182,
+  'packages/server/test/buildpacks.e2e.spec.ts': 240,
   'packages/server/test/acme-fairness.e2e.spec.ts': 107,
   'packages/server/test/compose.int.spec.ts': 99,
   'packages/scheduler-docker/test/swarm-scheduler.int.spec.ts': 95,

@@ -21,6 +21,7 @@ export * from './version/policy';
 export * from './rules/acme';
 export * from './rules/acme-turns';
 export * from './rules/apps';
+export * from './rules/build-destinations';
 export * from './rules/build-slots';
 export * from './rules/buildpacks';
 export * from './rules/concurrency';

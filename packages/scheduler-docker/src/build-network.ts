@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type Docker from 'dockerode';
+import { buildDestinationMatch, type BuildDestination } from '@svc/core';
 import { engineStatus } from './engine';
 import { bridgeOf } from './guarded-network';
 import { assertBridgeName, hostGuardSteps, hostUnguardSteps } from './host-guard';
@@ -25,13 +26,15 @@ export function egressChainName(bridge: string): string {
  * The iptables rules (argument lists of `iptables -A`) of a build bridge's egress chain:
  * replies pass, DNS queries to `resolvers` pass (the engine's embedded resolver sends the
  * containers' queries from their own network namespace, so a private resolver must stay
- * reachable on port 53), then everything to `blocked` (plus `extraBlocked`) is rejected.
+ * reachable on port 53), the operator's `allowed` destinations pass, then everything to
+ * `blocked` (plus `extraBlocked`) is rejected.
  */
-export function egressRules(bridge: string, resolvers: readonly string[], extraBlocked: readonly string[] = []): string[][] {
+export function egressRules(bridge: string, resolvers: readonly string[], extraBlocked: readonly string[] = [], allowed: readonly BuildDestination[] = []): string[][] {
   const chain = egressChainName(bridge);
   return [
     [chain, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'RETURN'],
     ...resolvers.flatMap((resolver) => ['udp', 'tcp'].map((protocol) => [chain, '-d', resolver, '-p', protocol, '--dport', '53', '-j', 'RETURN'])),
+    ...allowed.map((destination) => [chain, ...buildDestinationMatch(destination), '-j', 'RETURN']),
     ...[...BLOCKED_RANGES, ...extraBlocked].map((range) => [chain, '-d', range, '-j', 'REJECT']),
   ];
 }
@@ -50,7 +53,7 @@ export function ipv4Nameservers(text: string): string[] {
  * engine keeps for the operator's rules, before its own), or in `FORWARD` when the engine
  * manages no iptables.
  */
-export function egressGuardSteps(bridge: string, resolvers: readonly string[], extraBlocked: readonly string[] = []): IptablesStep[] {
+export function egressGuardSteps(bridge: string, resolvers: readonly string[], extraBlocked: readonly string[] = [], allowed: readonly BuildDestination[] = []): IptablesStep[] {
   assertBridgeName(bridge);
   const chain = egressChainName(bridge);
   const jump = ['-i', bridge, '-j', chain];
@@ -58,7 +61,7 @@ export function egressGuardSteps(bridge: string, resolvers: readonly string[], e
   return [
     { kind: 'must', args: ['-N', chain], unless: [['-S', chain]] },
     { kind: 'must', args: ['-F', chain] },
-    ...egressRules(bridge, resolvers, extraBlocked).map((rule): IptablesStep => ({ kind: 'must', args: ['-A', ...rule] })),
+    ...egressRules(bridge, resolvers, extraBlocked, allowed).map((rule): IptablesStep => ({ kind: 'must', args: ['-A', ...rule] })),
     { kind: 'must', args: ['-I', 'DOCKER-USER', '1', ...jump], when: [dockerUser], unless: [['-C', 'DOCKER-USER', ...jump]] },
     { kind: 'must', args: ['-I', 'FORWARD', '1', ...jump], unless: [dockerUser, ['-C', 'FORWARD', ...jump]] },
   ];
@@ -109,6 +112,8 @@ export interface BuildNetworkOptions {
   resolvConf: string;
   /** More ranges no build step reaches (e.g. the machine's own LAN). */
   extraBlocked: readonly string[];
+  /** What build steps may reach besides the internet (`BUILD_NETWORK_ALLOW`), on this host or in a private range; default none. */
+  allowed?: readonly BuildDestination[];
   /** Where the guards' iptables commands run. */
   runner: IptablesRunner;
 }
@@ -148,12 +153,12 @@ export async function prepareBuildNetwork(docker: Docker, options: BuildNetworkO
     throw new Error(`the build network ${options.network} lets containers reach each other (com.docker.network.bridge.enable_icc is not false): remove it and let the controller make it`);
   }
   const resolvers = ipv4Nameservers(await readFile(options.resolvConf, 'utf8').catch(() => ''));
-  await applySteps(options.runner, buildGuardSteps(bridgeOf(network), resolvers, options.extraBlocked));
+  await applySteps(options.runner, buildGuardSteps(bridgeOf(network), resolvers, options.extraBlocked, options.allowed ?? []));
 }
 
-/** Both guards of a build bridge, in one run: nothing of this host, no private destination. */
-export function buildGuardSteps(bridge: string, resolvers: readonly string[], extraBlocked: readonly string[]): IptablesStep[] {
-  return [...hostGuardSteps(bridge, []), ...egressGuardSteps(bridge, resolvers, extraBlocked)];
+/** Both guards of a build bridge, in one run: nothing of this host, no private destination, but the `allowed` ones. */
+export function buildGuardSteps(bridge: string, resolvers: readonly string[], extraBlocked: readonly string[], allowed: readonly BuildDestination[] = []): IptablesStep[] {
+  return [...hostGuardSteps(bridge, [], allowed), ...egressGuardSteps(bridge, resolvers, extraBlocked, allowed)];
 }
 
 /** The steps that remove both guards of a build bridge. */

@@ -1,3 +1,4 @@
+import { buildDestinationMatch, type BuildDestination } from '@svc/core';
 import { applySteps, localIptables, type IptablesRunner, type IptablesStep } from './iptables-runner';
 
 /** The name of the chain that guards the host from one bridge (iptables allows 28 characters). */
@@ -12,10 +13,10 @@ export function assertBridgeName(bridge: string): void {
 
 /**
  * The steps of a bridge's host guard: the chain made when missing, flushed and filled again
- * (replies, `allowedPorts`, then DROP), and one jump from INPUT for packets arriving on the
- * bridge, inserted first when it is not there yet.
+ * (replies, `allowedPorts`, the `allowed` destinations that are this host's, then DROP), and
+ * one jump from INPUT for packets arriving on the bridge, inserted first when it is not there yet.
  */
-export function hostGuardSteps(bridge: string, allowedPorts: readonly number[] = []): IptablesStep[] {
+export function hostGuardSteps(bridge: string, allowedPorts: readonly number[] = [], allowed: readonly BuildDestination[] = []): IptablesStep[] {
   assertBridgeName(bridge);
   const chain = guardChainName(bridge);
   const jump = ['-i', bridge, '-j', chain];
@@ -24,6 +25,7 @@ export function hostGuardSteps(bridge: string, allowedPorts: readonly number[] =
     { kind: 'must', args: ['-F', chain] },
     { kind: 'must', args: ['-A', chain, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'ACCEPT'] },
     ...[...new Set(allowedPorts)].map((port): IptablesStep => ({ kind: 'must', args: ['-A', chain, '-p', 'tcp', '--dport', String(port), '-j', 'ACCEPT'] })),
+    ...allowed.map((destination): IptablesStep => ({ kind: 'must', args: ['-A', chain, ...buildDestinationMatch(destination), '-j', 'ACCEPT'] })),
     { kind: 'must', args: ['-A', chain, '-j', 'DROP'] },
     { kind: 'must', args: ['-I', 'INPUT', '1', ...jump], unless: [['-C', 'INPUT', ...jump]] },
   ];

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { basename, dirname } from 'node:path';
 import type Docker from 'dockerode';
 import { pack } from 'tar-fs';
-import { boundedDiskBytes, buildFailed, type CompileRequest, type CompileSession, type SourceCompiler } from '@svc/core';
+import { boundedDiskBytes, buildFailed, type BuildDestination, type CompileRequest, type CompileSession, type SourceCompiler } from '@svc/core';
 import { BUILD_BRIDGE, BUILD_NETWORK, buildUnguardSteps, prepareBuildNetwork } from './build-network';
 import { DockerCompileSession, COMPILE_PATHS } from './compile-session';
 import { runStep } from './compile-steps';
@@ -46,6 +46,8 @@ export interface DockerSourceCompilerOptions {
   guards?: GuardRunnerChoice;
   /** Ranges no build step reaches besides the private, loopback, link-local and CGNAT ones (e.g. the machine's LAN). */
   extraBlockedRanges?: string[];
+  /** What build steps may reach besides the internet (`BUILD_NETWORK_ALLOW`: an internal mirror), even on this host or a private range. */
+  buildAllowed?: readonly BuildDestination[];
   /** The resolv.conf whose name servers build steps' DNS queries reach; default `/etc/resolv.conf`. */
   resolvConf?: string;
   /** Memory (no swap) of a build's container, in bytes; default 1 GiB. */
@@ -114,6 +116,7 @@ export class DockerSourceCompiler implements SourceCompiler {
       bridge: options.bridge ?? BUILD_BRIDGE,
       guardNetwork: options.guardNetwork ?? true,
       extraBlockedRanges: options.extraBlockedRanges ?? [],
+      buildAllowed: options.buildAllowed ?? [],
       resolvConf: options.resolvConf ?? '/etc/resolv.conf',
       memoryBytes: options.memoryBytes ?? 1024 * MIB,
       pidsLimit: options.pidsLimit ?? 256,
@@ -338,6 +341,7 @@ export class DockerSourceCompiler implements SourceCompiler {
       labels: {},
       resolvConf: this.settings.resolvConf,
       extraBlocked: this.settings.extraBlockedRanges,
+      allowed: this.settings.buildAllowed,
       runner: this.guards,
     });
   }

@@ -65,9 +65,9 @@ describeWithEngine('The build network against a real engine', () => {
   let otherAddress: string;
 
   /** Runs the probe in a compile step of a build of the app; resolves with its lines. */
-  const probeFromBuild = async (targets: string[], script = `node probe.js ${targets.join(' ')}`): Promise<string[]> => {
+  const probeFromBuild = async (targets: string[], script = `node probe.js ${targets.join(' ')}`, on: DockerSourceCompiler = compiler): Promise<string[]> => {
     const dir = await writeTree(join(root, `src-${Date.now()}`), { 'probe.js': PROBE, 'run.sh': `${script}\n` });
-    const session = await compiler.open({ app, appUuid: uuid, directory: dir, env: {} });
+    const session = await on.open({ app, appUuid: uuid, directory: dir, env: {} });
     try {
       const { lines, error } = await compileWith(session, buildpack);
       if (error) throw new Error(`${error.message}\n${lines.join('\n')}`);
@@ -137,6 +137,36 @@ describeWithEngine('The build network against a real engine', () => {
     const targets = [`${gateway}:${hostPort}`, `${HOST_ADDRESS}:${hostPort}`, `${gateway}:5432`, `${HOST_ADDRESS}:5432`, `${otherAddress}:8080`, '10.255.255.53:80', '169.254.169.254:80', '100.64.0.1:80', '172.16.0.1:80', '192.168.0.1:80'];
     const lines = await probeFromBuild(targets);
     expect(lines).toEqual(targets.map((target) => `closed ${target}`));
+  });
+
+  it("reaches the operator's mirror on this host (BUILD_NETWORK_ALLOW: its address and port), and still nothing else of this host", async () => {
+    const mirror = createServer((socket) => {
+      socket.on('error', () => undefined);
+      socket.end('packages\n');
+    });
+    await new Promise<void>((done) => mirror.listen(0, '0.0.0.0', done));
+    const mirrorPort = (mirror.address() as { port: number }).port;
+    const allowing = new DockerSourceCompiler({
+      docker,
+      stackImage: stack,
+      dockerHost: TEST_DOCKER_HOST,
+      network: `${network}m`,
+      bridge: `${bridge}`.slice(0, 14) + 'm',
+      timeoutMs: 120_000,
+      buildAllowed: [{ cidr: `${HOST_ADDRESS}/32`, port: mirrorPort }],
+    });
+    try {
+      await allowing.prepare();
+      const gateway = ((await docker.getNetwork(`${network}m`).inspect()) as Docker.NetworkInspectInfo).IPAM?.Config?.[0]?.Gateway ?? '';
+      const targets = [`${HOST_ADDRESS}:${mirrorPort}`, `${HOST_ADDRESS}:${hostPort}`, `${gateway}:${mirrorPort}`, `${HOST_ADDRESS}:5432`, `${otherAddress}:8080`, '192.168.0.1:80'];
+      const lines = await probeFromBuild(targets, undefined, allowing);
+      expect(lines).toEqual([`open ${HOST_ADDRESS}:${mirrorPort}`, ...targets.slice(1).map((target) => `closed ${target}`)]);
+      // The first network's guards are its own: its builds still do not reach the mirror.
+      expect(await probeFromBuild([`${HOST_ADDRESS}:${mirrorPort}`])).toEqual([`closed ${HOST_ADDRESS}:${mirrorPort}`]);
+    } finally {
+      await allowing.teardown();
+      await new Promise((done) => mirror.close(done));
+    }
   });
 
   /** The probe run in a container of the stack on the engine's default bridge (no guard of ours). */

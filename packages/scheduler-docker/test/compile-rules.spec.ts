@@ -17,6 +17,15 @@ describe('the build network rules', () => {
     expect(rules.slice(3).every((rule) => rule.slice(-2).join(' ') === '-j REJECT')).toBe(true);
   });
 
+  it("lets the operator's destinations (BUILD_NETWORK_ALLOW) through after DNS and before any blocked range", () => {
+    const chain = egressChainName('svc-build0');
+    const rules = egressRules('svc-build0', ['10.255.255.53'], [], [{ cidr: '10.1.2.3/32', port: 4873 }]);
+    expect(rules[3]).toEqual([chain, '-d', '10.1.2.3/32', '-p', 'tcp', '--dport', '4873', '-j', 'RETURN']);
+    expect(rules.slice(4).every((rule) => rule.slice(-2).join(' ') === '-j REJECT')).toBe(true);
+    expect(() => egressRules('svc-build0', [], [], [{ cidr: '10.1.2.3', port: 80 }])).toThrow('unusable build destination range');
+    expect(() => egressRules('svc-build0', [], [], [{ cidr: '10.1.2.3/32', port: 0 }])).toThrow('unusable build destination port 0');
+  });
+
   it('keeps a chain name within the 28 characters iptables allows', () => {
     expect(egressChainName('a-very-long-bridge-name').length).toBeLessThanOrEqual(28);
   });

@@ -40,6 +40,14 @@ describe('the guards as iptables steps', () => {
     ]);
   });
 
+  it("a build guard with the operator's destinations: a destination on this host accepted in the host guard before its DROP, and let through the egress chain", () => {
+    const steps = buildGuardSteps('svc-build0', [], [], [{ cidr: '192.0.2.2/32', port: 4873 }]).map((step) => step.args.join(' '));
+    const host = guardChainName('svc-build0');
+    expect(steps.indexOf(`-A ${host} -d 192.0.2.2/32 -p tcp --dport 4873 -j ACCEPT`)).toBeGreaterThan(-1);
+    expect(steps.indexOf(`-A ${host} -d 192.0.2.2/32 -p tcp --dport 4873 -j ACCEPT`)).toBeLessThan(steps.indexOf(`-A ${host} -j DROP`));
+    expect(steps).toContain(`-A ${egressChainName('svc-build0')} -d 192.0.2.2/32 -p tcp --dport 4873 -j RETURN`);
+  });
+
   it('a build guard: the host guard with no port, then the egress chain jumped to from DOCKER-USER, or FORWARD without it', () => {
     const steps = buildGuardSteps('svc-build0', ['10.255.255.53'], ['203.0.113.0/24']);
     const egress = egressChainName('svc-build0');

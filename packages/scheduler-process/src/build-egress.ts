@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { buildDestinationMatch, type BuildDestination } from '@svc/core';
 
 /**
  * Addresses a build step never reaches, besides every address of this machine: private,
@@ -41,13 +42,18 @@ export function resolversOf(resolvConf: string): { ipv4: string[]; ipv6: string[
 /**
  * The rules (iptables arguments, without the tool) of a build chain for one address family:
  * answers to connections others opened pass; DNS (UDP and TCP port 53) to the machine's
- * resolvers passes; every address of this machine, on any port, and every blocked range is
- * refused; the rest (the internet) returns to OUTPUT, where the apps' own chain still applies.
+ * resolvers passes; the operator's `allowed` destinations (IPv4) are accepted, even on this
+ * machine or in a private range; every other address of this machine, on any port, and every
+ * blocked range is refused; the rest (the internet) returns to OUTPUT, where the apps' own
+ * chain still applies.
  */
-export function buildEgressRules(chain: string, family: 4 | 6, resolvers: string[]): string[][] {
+export function buildEgressRules(chain: string, family: 4 | 6, resolvers: string[], allowed: readonly BuildDestination[] = []): string[][] {
   const rules: string[][] = [['-A', chain, '-m', 'conntrack', '--ctstate', 'ESTABLISHED,RELATED', '-j', 'RETURN']];
   for (const resolver of resolvers) {
     for (const protocol of ['udp', 'tcp']) rules.push(['-A', chain, '-d', resolver, '-p', protocol, '--dport', '53', '-j', 'RETURN']);
+  }
+  if (family === 4) {
+    for (const destination of allowed) rules.push(['-A', chain, ...buildDestinationMatch(destination), '-j', 'ACCEPT']);
   }
   rules.push(['-A', chain, '-m', 'conntrack', '--ctstate', 'DNAT', '-j', 'REJECT']);
   rules.push(['-A', chain, '-p', 'tcp', '-m', 'addrtype', '--dst-type', 'LOCAL', '-j', 'REJECT', '--reject-with', 'tcp-reset']);

@@ -33,7 +33,7 @@ export class AppConfinement {
     this.hint = options.sandboxHint ?? '';
     this.outliveController = options.outliveController ?? false;
     this.users = new AppUsers(this.sandbox, runningApps);
-    this.firewall = this.sandbox === null ? null : new LoopbackFirewall(this.sandbox.range, this.sandbox.buildGroup);
+    this.firewall = this.sandbox === null ? null : new LoopbackFirewall(this.sandbox.range, this.sandbox.buildGroup, options.sandbox?.buildAllowed ?? []);
     this.baseEnvironment = options.baseEnvironment ?? { PATH: this.sandbox !== null ? SANDBOX_PATH : (process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin') };
   }
 

@@ -1,6 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { buildEgressRules, buildJump, resolversOf } from './build-egress';
+import type { BuildDestination } from '@svc/core';
 import type { UidRange } from './sandbox';
 
 const PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -61,7 +62,11 @@ export class LoopbackFirewall {
   private readonly buildChain: string;
   private readonly buildJump: string[];
 
-  constructor(range: UidRange, buildGroup: number) {
+  constructor(
+    range: UidRange,
+    buildGroup: number,
+    private readonly buildAllowed: readonly BuildDestination[] = [],
+  ) {
     this.chain = `SVC_APPS_${range.from}`;
     this.owner = `${range.from}-${range.to}`;
     this.buildChain = `SVC_BUILD_${range.from}`;
@@ -95,7 +100,7 @@ export class LoopbackFirewall {
       // apps' users meet the old rules or the new ones, never an empty chain.
       const input = restoreInput([
         { chain: this.chain, rules: this.appRules(allowedPorts, controllerPorts) },
-        { chain: this.buildChain, rules: buildEgressRules(this.buildChain, family, family === 4 ? resolvers.ipv4 : resolvers.ipv6) },
+        { chain: this.buildChain, rules: buildEgressRules(this.buildChain, family, family === 4 ? resolvers.ipv4 : resolvers.ipv6, this.buildAllowed) },
       ]);
       const restored = await iptablesRestore(tool, input);
       if (!restored.ok) throw new Error(`${tool}-restore cannot install the chains ${this.chain} and ${this.buildChain}: ${restored.output || 'no output'}`);

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, lstatSync, type Stats, mkdirSync, readFileSync, readlinkSync, renameSync, writeFileSync } from 'node:fs';
 import { lchown, lstat, readdir } from 'node:fs/promises';
 import { delimiter, join, posix } from 'node:path';
-import { memoryLimitBytes } from '@svc/core';
+import { memoryLimitBytes, type BuildDestination } from '@svc/core';
 import { CgroupTree, type CgroupLimits } from './cgroups';
 import { userNamespaceFilter } from './seccomp';
 
@@ -37,6 +37,11 @@ export interface SandboxOptions {
    * the build network rules match); no file may belong to it. Default: the uid range's first id minus 1.
    */
   buildGroup?: number;
+  /**
+   * What build steps may reach besides the internet (the operator's `BUILD_NETWORK_ALLOW`):
+   * accepted before this machine's addresses and the private ranges are refused. Default none.
+   */
+  buildAllowed?: readonly BuildDestination[];
 }
 
 export const DEFAULT_UID_RANGE: UidRange = { from: 200000, to: 265535 };

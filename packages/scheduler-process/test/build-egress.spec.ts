@@ -30,6 +30,18 @@ describe('buildEgressRules', () => {
     expect(v6.some((rule) => rule.includes('10.0.0.0/8'))).toBe(false);
   });
 
+  it("accepts the operator's destinations (BUILD_NETWORK_ALLOW) before this machine and the private ranges are refused, in IPv4 only", () => {
+    const allowed = [{ cidr: '192.0.2.2/32', port: 4873 }, { cidr: '10.8.0.0/16', port: null }];
+    const withMirrors = buildEgressRules('SVC_BUILD_1', 4, ['10.255.255.53'], allowed).map((rule) => rule.join(' '));
+    const at = (text: string): number => withMirrors.findIndex((rule) => rule.includes(text));
+    expect(withMirrors).toContain('-A SVC_BUILD_1 -d 192.0.2.2/32 -p tcp --dport 4873 -j ACCEPT');
+    expect(withMirrors).toContain('-A SVC_BUILD_1 -d 10.8.0.0/16 -j ACCEPT');
+    expect(at('192.0.2.2/32')).toBeLessThan(at('--dst-type LOCAL'));
+    expect(at('10.8.0.0/16 -j ACCEPT')).toBeLessThan(at('-d 10.0.0.0/8'));
+    expect(buildEgressRules('SVC_BUILD_1', 6, [], allowed).some((rule) => rule.includes('ACCEPT'))).toBe(false);
+    expect(() => buildEgressRules('SVC_BUILD_1', 4, [], [{ cidr: '10.0.0.0/8\n-A OUTPUT -j ACCEPT', port: null }])).toThrow('unusable build destination range');
+  });
+
   it('applies to the uids of the range that carry the build group', () => {
     expect(buildJump('SVC_BUILD_300', { from: 300, to: 399 }, 299)).toEqual([
       'OUTPUT', '-m', 'owner', '--uid-owner', '300-399', '--gid-owner', '299', '--suppl-groups', '-j', 'SVC_BUILD_300',

@@ -127,6 +127,31 @@ describeWithSandbox('build network (hostile build steps, real iptables rules)', 
     expect(runtime.output).toBe(`127.0.0.1 ${router.port} connected\n${REGISTRY} 443 connected\n127.0.0.1 ${api.port} ECONNREFUSED\n`);
   });
 
+  it("reaches the operator's mirror on this machine (BUILD_NETWORK_ALLOW: its address and port), and still no other port or address of it", async () => {
+    const mirror = await listen('::');
+    try {
+      await t.setUp({}, [router.port], 256, [{ cidr: `${HOST_ADDRESS}/32`, port: mirror.port }]);
+      const lines = await probeInBuild('myapp', [
+        [HOST_ADDRESS, mirror.port],
+        [HOST_ADDRESS, api.port],
+        ['127.0.0.1', mirror.port],
+        ['192.168.0.1', 80],
+      ]);
+      expect(lines).toEqual([
+        `${HOST_ADDRESS} ${mirror.port} connected`,
+        expect.stringMatching(new RegExp(`^${HOST_ADDRESS} ${api.port} (ECONNREFUSED|EACCES|EPERM)$`)),
+        expect.stringMatching(new RegExp(`^127\\.0\\.0\\.1 ${mirror.port} (ECONNREFUSED|EACCES|EPERM)$`)),
+        expect.stringMatching(/^192\.168\.0\.1 80 (ECONNREFUSED|EHOSTUNREACH|ENETUNREACH|EACCES|EPERM)$/),
+      ]);
+      // An app at run time is not a build: the mirror stays out of its reach.
+      const files = { 'probe.js': PROBE, 'targets/TARGETS': JSON.stringify([[HOST_ADDRESS, mirror.port]]) };
+      const runtime = await t.scheduler.run(aRun('node probe.js /app/targets', { app: 'myapp', workdir: (await t.checkout('myapp', files)).directory }));
+      expect(runtime.output).toMatch(new RegExp(`^${HOST_ADDRESS} ${mirror.port} (ECONNREFUSED|EACCES|EPERM)\n$`));
+    } finally {
+      mirror.server.close();
+    }
+  });
+
   it("cannot read another app's checkout or cache, nor the data directory", async () => {
     await t.setUp();
     const victim = await t.checkout('victim', { 'secret.txt': 'victim secret' });

@@ -50,6 +50,7 @@ export const buildsModule = (setup: BuildpackSetup | null, kind: CompilerKind, p
           imageLimitBytes: setup.imageLimitBytes,
           network: setup.network,
           bridge: setup.bridge,
+          buildAllowed: setup.networkAllow,
           guards: docker.images.guards,
           registry: docker.images.registry,
           registryLogin: docker.registryLogin,

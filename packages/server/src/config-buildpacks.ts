@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { normaliseBuildpackUrl } from '@svc/core';
+import { isIPv4 } from 'node:net';
+import { normaliseBuildpackUrl, type BuildDestination } from '@svc/core';
 import { ConfigError } from './config-values';
 
 /** How pushed commits are compiled with buildpacks (the adapters' side; the core's is in Settings). */
@@ -14,6 +15,8 @@ export interface BuildpackSettings {
   /** BUILDPACK_NETWORK and BUILDPACK_BRIDGE: the engine network buildpack builds run on, and its Linux bridge when the controller makes it. */
   network: string;
   bridge: string;
+  /** BUILD_NETWORK_ALLOW: what build steps may reach besides the internet (an internal package mirror), on this machine or a private range. */
+  networkAllow: BuildDestination[];
 }
 
 type Env = Record<string, string | undefined>;
@@ -34,6 +37,29 @@ export function buildpackUrlAllow(env: Env): string[] {
       const shown = entry.replace(/^([^/]*\/\/)[^/]*@/, '$1***@');
       throw new ConfigError('BUILDPACK_URL_ALLOW', `"${shown}" is not usable: ${error instanceof Error ? error.message : String(error)} (give https:// git URLs, or prefixes ending in "/", separated by commas)`);
     }
+  });
+}
+
+/**
+ * `BUILD_NETWORK_ALLOW`: destinations build steps may reach besides the public internet,
+ * separated by commas or spaces, each an IPv4 address or range with an optional TCP port:
+ * `10.1.2.3`, `10.1.2.3:4873`, `10.8.0.0/16`, `10.8.0.0/16:443`. Names are refused: an
+ * address is what a rule holds, and a name resolved later could be pointed by its DNS at
+ * any address of the network.
+ */
+export function buildNetworkAllow(env: Env): BuildDestination[] {
+  const entries = value(env, 'BUILD_NETWORK_ALLOW').split(/[\s,]+/).filter((entry) => entry !== '');
+  return entries.map((entry) => {
+    const match = /^([0-9.]+)(?:\/(\d{1,2}))?(?::(\d{1,5}))?$/.exec(entry);
+    const address = match?.[1] ?? '';
+    const prefix = match?.[2] === undefined ? 32 : Number(match[2]);
+    const port = match?.[3] === undefined ? null : Number(match[3]);
+    if (match === null || !isIPv4(address)) {
+      throw new ConfigError('BUILD_NETWORK_ALLOW', `"${entry}" is not an IPv4 address or range with an optional port (e.g. 10.1.2.3:4873 or 10.8.0.0/16); names are not taken, give the mirror's address`);
+    }
+    if (prefix > 32) throw new ConfigError('BUILD_NETWORK_ALLOW', `"${entry}": a range's prefix length is at most 32`);
+    if (port !== null && (port < 1 || port > 65535)) throw new ConfigError('BUILD_NETWORK_ALLOW', `"${entry}": a port is from 1 to 65535`);
+    return { cidr: `${address}/${prefix}`, port };
   });
 }
 
@@ -61,5 +87,6 @@ export function buildpackSettings(env: Env, integer: (name: string, fallback: nu
     imageLimitBytes: integer('BUILD_IMAGE_LIMIT_MB', 2048, 1, 1024 * 1024) * 1024 * 1024,
     network,
     bridge,
+    networkAllow: buildNetworkAllow(env),
   };
 }

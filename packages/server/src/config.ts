@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { parseChaosSpec, type ChaosOptions } from '@svc/scheduler-chaos';
 import type { SandboxOptions } from '@svc/scheduler-process';
 import type { RegistryLogin } from '@svc/scheduler-docker';
-import { buildpackSettings, buildpackUrlAllow, type BuildpackSettings } from './config-buildpacks';
+import { buildNetworkAllow, buildpackSettings, buildpackUrlAllow, type BuildpackSettings } from './config-buildpacks';
 import { acmeConfig, type AcmeConfig } from './config-acme';
 import { appsUrlSettings, type AppsUrlSettings } from './config-public';
 import { eventCoreSettings, eventSettings, type EventSettings } from './config-events';
@@ -313,6 +313,8 @@ function sandbox(env: Env): SandboxOptions | null {
     // The same meaning and form as DOCKER_DEFAULT_MEMORY and DOCKER_DEFAULT_CPU, for the sandbox's cgroups.
     defaultMemory: defaultMemory(env, 'SANDBOX_DEFAULT_MEMORY'),
     defaultCpu: defaultCpu(env, 'SANDBOX_DEFAULT_CPU'),
+    // Build steps in the sandbox reach what builds on an engine reach.
+    buildAllowed: buildNetworkAllow(env),
   };
 }
 

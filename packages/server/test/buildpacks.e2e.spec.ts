@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmod, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -9,6 +9,7 @@ import { sandboxUnavailable } from '../../scheduler-process/test/support/sandbox
 import { loadConfig, startServer, type RunningServer } from '../src';
 import { ApiClient, ownBuildNetwork, removeEngineInstance, signUp, testUidRange, viaRouter, type Session } from './support';
 import { serveGitOverHttp, type GitHttpServer } from './support/git-http';
+import { startNpmMirror, type NpmMirror } from './support/npm-mirror';
 
 jest.setTimeout(600_000);
 
@@ -21,7 +22,8 @@ jest.setTimeout(600_000);
  * compile reaches the npm registry and nothing of this host or another app; one that writes
  * 1 GiB into BUILD_DIR or CACHE_DIR is stopped at the limit and its push refused with the figures;
  * a static site is served by the stack's static file server; a .buildpacks file runs each buildpack
- * it lists in order.
+ * it lists in order; a dependency installs from the operator's mirror on this machine
+ * (BUILD_NETWORK_ALLOW), and another port of that machine stays out of reach.
  */
 
 const TEST_DOCKER_HOST = process.env.TEST_DOCKER_HOST?.trim() || null;
@@ -146,6 +148,10 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
   const app = `bp${name.slice(0, 3)}-${tag}`;
   const other = `bpo${name.slice(0, 3)}-${tag}`;
   let copy: WorkingCopy;
+  /** The operator's package mirror on this machine (BUILD_NETWORK_ALLOW names it), and one it does not allow. */
+  let mirror: NpmMirror;
+  let unallowed: NpmMirror;
+  const mirrorAddress = hostAddresses()[0] ?? '127.0.0.1';
   const push = async (): Promise<{ code: number; output: string }> => {
     const outcome = await copy.git(['push', 'svc', 'main']);
     return { code: outcome.code ?? -1, output: `${outcome.stdout}${outcome.stderr}` };
@@ -160,8 +166,9 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
     return logs;
   };
   /** Creates the app `id` and pushes a first commit of `files` to it from a working copy of its own; the caller deletes the app. */
-  const pushToNewApp = async (id: string, files: Record<string, string>): Promise<{ code: number; output: string }> => {
+  const pushToNewApp = async (id: string, files: Record<string, string>, config: Record<string, string> = {}): Promise<{ code: number; output: string }> => {
     expect((await alice.api.post('/v1/apps/', { id })).status).toBe(201);
+    if (Object.keys(config).length > 0) expect((await alice.api.post(`/v1/apps/${id}/config/`, { values: config })).status).toBe(201);
     const own = await WorkingCopy.init(join(root, id), join(root, 'home'), key);
     await own.expectGit(['remote', 'add', 'svc', `ssh://git@127.0.0.1:${server.gitPort as number}/${id}.git`]);
     await own.commit(files, 'first version');
@@ -178,6 +185,8 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
     root = await mkdtemp(join(tmpdir(), `svc-bp-e2e-${name}-`));
     await mkdir(join(root, 'repos'));
     git = await serveGitOverHttp(join(root, 'repos'));
+    mirror = await startNpmMirror(mirrorAddress, 'svc-mirror-only', 'from the mirror');
+    unallowed = await startNpmMirror(mirrorAddress, 'svc-mirror-only', 'from another mirror');
     server = await startServer(
       loadConfig({
         ...env(),
@@ -194,6 +203,7 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
         // Above what the apps here make (on Docker the stack image counts too), below what a hostile build asks for.
         BUILD_IMAGE_LIMIT_MB: '400',
         BUILD_CACHE_LIMIT_MB: '64',
+        BUILD_NETWORK_ALLOW: `${mirrorAddress}:${mirror.port}`,
       }),
       pino({ level: 'silent' }),
     );
@@ -209,6 +219,8 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
     for (const id of [app, other]) await alice?.api.delete(`/v1/apps/${id}/`).catch(() => undefined);
     await server?.close();
     await git?.close();
+    await mirror?.close();
+    await unallowed?.close();
     if (name === 'docker' && TEST_DOCKER_HOST !== null) {
       const docker: Docker = createEngine(TEST_DOCKER_HOST);
       const values = env();
@@ -340,6 +352,33 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
       expect(await logContaining(multi, 'compiled by multi-b')).toContain('compiled by multi-b');
     } finally {
       await alice.api.delete(`/v1/apps/${multi}/`).catch(() => undefined);
+    }
+  });
+
+  it("installs a dependency from the operator's mirror (BUILD_NETWORK_ALLOW, the app's NPM_CONFIG_REGISTRY); a mirror the operator did not allow stays out of reach", async () => {
+    const [allowedApp, probingApp] = [`bpn${name.slice(0, 3)}-${tag}`, `bpq${name.slice(0, 3)}-${tag}`];
+    const dir = join(root, allowedApp);
+    await mkdir(dir, { recursive: true });
+    await writeFile(join(dir, 'package.json'), JSON.stringify({ name: 'mirrored', version: '1.0.0', private: true, scripts: { start: 'node server.js' }, dependencies: { 'svc-mirror-only': '1.0.0' } }));
+    await exec('npm', ['install', '--package-lock-only', '--no-audit', '--no-fund', '--ignore-scripts', '--registry', mirror.url], dir);
+    const server = "require('http').createServer((q, s) => s.end(require('svc-mirror-only') + '\\n')).listen(Number(process.env.PORT));\n";
+    const files = { 'server.js': server, 'package.json': await readFile(join(dir, 'package.json'), 'utf8'), 'package-lock.json': await readFile(join(dir, 'package-lock.json'), 'utf8') };
+    const targets = [`${mirrorAddress}:${mirror.port}`, `${mirrorAddress}:${unallowed.port}`];
+    await buildpackRepository(join(root, 'repos'), 'mirror-probe', PROBE(targets));
+    try {
+      const asked = mirror.requests.length;
+      const pushed = await pushToNewApp(allowedApp, files, { NPM_CONFIG_REGISTRY: mirror.url });
+      expect(pushed.code).toBe(0);
+      expect(await served(allowedApp)).toBe('from the mirror\n');
+      expect(mirror.requests.slice(asked)).toContain('/svc-mirror-only/-/svc-mirror-only-1.0.0.tgz');
+
+      // The mirror's machine on another port (a mirror the operator did not name), tried from a compile step.
+      const probed = await pushToNewApp(probingApp, { 'README.md': 'probes\n' }, { BUILDPACK_URL: `${git.url}mirror-probe.git` });
+      expect(probed.output).toContain(`probe ${targets[0]} REACHED`);
+      expect(probed.output).toMatch(new RegExp(`probe ${targets[1]?.replace(/\./g, '\\.')} blocked`));
+      expect(unallowed.requests).toEqual([]);
+    } finally {
+      for (const id of [allowedApp, probingApp]) await alice.api.delete(`/v1/apps/${id}/`).catch(() => undefined);
     }
   });
 

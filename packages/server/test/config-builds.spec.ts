@@ -135,13 +135,39 @@ describe('loadConfig: metrics', () => {
       const config = loadConfig({});
       expect(config.settings.buildpackUrlAllow).toEqual([]);
       expect(config.settings.releasePhaseTimeoutSeconds).toBe(300);
-      expect(config.buildpacks).toEqual({ dir: null, cacheLimitBytes: 512 * 1024 * 1024, imageLimitBytes: 2048 * 1024 * 1024, network: 'svc-build', bridge: 'svc-build0' });
+      expect(config.buildpacks).toEqual({ dir: null, cacheLimitBytes: 512 * 1024 * 1024, imageLimitBytes: 2048 * 1024 * 1024, network: 'svc-build', bridge: 'svc-build0', networkAllow: [] });
     });
 
     it('reads BUILDPACK_NETWORK and BUILDPACK_BRIDGE, and refuses a name the engine or Linux would not take', () => {
       expect(loadConfig({ BUILDPACK_NETWORK: 'builds-2', BUILDPACK_BRIDGE: 'svcb2' }).buildpacks).toMatchObject({ network: 'builds-2', bridge: 'svcb2' });
       expect(() => loadConfig({ BUILDPACK_NETWORK: 'a b' })).toThrow(/^BUILDPACK_NETWORK: is not a network name/);
       expect(() => loadConfig({ BUILDPACK_BRIDGE: 'a-bridge-name-too-long' })).toThrow(/^BUILDPACK_BRIDGE: must be a Linux interface name of at most 15 characters/);
+    });
+
+    it('reads BUILD_NETWORK_ALLOW as IPv4 addresses and ranges with optional ports, for the engine\'s build network and the sandbox alike', () => {
+      const config = loadConfig({ BUILD_NETWORK_ALLOW: ' 10.1.2.3:4873, 10.8.0.0/16  192.168.5.20/32:443,127.0.0.1' });
+      const allowed = [
+        { cidr: '10.1.2.3/32', port: 4873 },
+        { cidr: '10.8.0.0/16', port: null },
+        { cidr: '192.168.5.20/32', port: 443 },
+        { cidr: '127.0.0.1/32', port: null },
+      ];
+      expect(config.buildpacks.networkAllow).toEqual(allowed);
+      expect(config.processes.sandbox?.buildAllowed).toEqual(allowed);
+    });
+
+    it.each([
+      ['a name', 'mirror.internal:4873', /names are not taken/],
+      ['an IPv6 address', '[fd00::1]:4873', /not an IPv4 address or range/],
+      ['a bad address', '10.1.2.300', /not an IPv4 address or range/],
+      ['a long prefix', '10.0.0.0/33', /prefix length is at most 32/],
+      ['port 0', '10.1.2.3:0', /a port is from 1 to 65535/],
+      ['a high port', '10.1.2.3:70000', /a port is from 1 to 65535/],
+      ['an option', '-j ACCEPT', /not an IPv4 address or range/],
+    ])('refuses a BUILD_NETWORK_ALLOW entry that is %s, naming the variable', (_what, entry, message) => {
+      const failure = failureOf({ BUILD_NETWORK_ALLOW: entry })?.message ?? '';
+      expect(failure).toMatch(/^BUILD_NETWORK_ALLOW: /);
+      expect(failure).toMatch(message);
     });
 
     it('reads BUILDPACK_URL_ALLOW as comma-separated URLs and prefixes, normalised', () => {

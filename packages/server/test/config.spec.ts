@@ -53,6 +53,7 @@ describe('loadConfig', () => {
       bwrap: 'bwrap',
       defaultMemory: '1G',
       defaultCpu: 1024,
+      buildAllowed: [],
     });
     expect(
       loadConfig({
@@ -76,6 +77,7 @@ describe('loadConfig', () => {
       bwrap: '/opt/bubblewrap/bin/bwrap',
       defaultMemory: '512M',
       defaultCpu: 256,
+      buildAllowed: [],
     });
     expect(loadConfig({ SANDBOX_DEFAULT_MEMORY: 'none', SANDBOX_DEFAULT_CPU: '0' }).processes.sandbox).toMatchObject({ defaultMemory: null, defaultCpu: null });
     expect(() => loadConfig({ SANDBOX_DEFAULT_MEMORY: 'lots' })).toThrow('SANDBOX_DEFAULT_MEMORY');

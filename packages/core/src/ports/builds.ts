@@ -18,6 +18,17 @@ export interface InstalledBuildpack {
   needs?: string | null;
 }
 
+/**
+ * A destination build steps may reach besides the public internet (the operator's
+ * `BUILD_NETWORK_ALLOW`: an internal package mirror on a private address, or on this machine):
+ * an IPv4 address or range, and one TCP port of it or every port (null).
+ */
+export interface BuildDestination {
+  /** An IPv4 address with its prefix length, e.g. `10.1.2.3/32` or `10.8.0.0/16`. */
+  cidr: string;
+  port: number | null;
+}
+
 /** The buildpacks a build can use. */
 export interface BuildpackCatalog {
   /**

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CompileRequest } from '@svc/core';
+import type { BuildDestination, CompileRequest } from '@svc/core';
 import { InMemoryLogStore } from '@svc/core/testing';
 import { ProcessScheduler, ProcessSourceCompiler, type ProcessSourceCompilerOptions } from '@svc/scheduler-process';
 import { aRun } from './fixtures';
@@ -19,7 +19,7 @@ export class CompileFixture {
   private checkouts = 0;
 
   /** Makes the scheduler (prepared, with `allowLocalPorts` open to apps) and a compiler with `options`. */
-  async setUp(options: Partial<ProcessSourceCompilerOptions> = {}, allowLocalPorts: number[] = [], maxProcesses = 256): Promise<void> {
+  async setUp(options: Partial<ProcessSourceCompilerOptions> = {}, allowLocalPorts: number[] = [], maxProcesses = 256, buildAllowed: BuildDestination[] = []): Promise<void> {
     this.dataDir = await mkdtemp(join(tmpdir(), 'svc-compile-data-'));
     this.scheduler = new ProcessScheduler({
       dataDir: this.dataDir,
@@ -28,7 +28,7 @@ export class CompileFixture {
       startTimeoutMs: 20_000,
       settleMs: 300,
       stopTimeoutMs: 3000,
-      sandbox: { uidRange: this.uidRange, maxProcesses },
+      sandbox: { uidRange: this.uidRange, maxProcesses, buildAllowed },
     });
     const status = await this.scheduler.prepare(allowLocalPorts);
     if (status.problem !== null) throw new Error(status.problem);

@@ -1,10 +1,10 @@
-import { API_VERSIONS, DEFAULT_RUNS_PER_USER, DEFAULT_SETTINGS, type ApiVersion, type RegistrationMode, type Settings } from '@svc/core';
+import { API_VERSIONS, DEFAULT_RUNS_PER_USER, DEFAULT_SETTINGS, type ApiVersion, type BuildDestination, type RegistrationMode, type Settings } from '@svc/core';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import { parseChaosSpec, type ChaosOptions } from '@svc/scheduler-chaos';
 import type { SandboxOptions } from '@svc/scheduler-process';
 import type { RegistryLogin } from '@svc/scheduler-docker';
-import { buildNetworkAllow, buildpackSettings, buildpackUrlAllow, type BuildpackSettings } from './config-buildpacks';
+import { buildpackSettings, buildpackUrlAllow, type BuildpackSettings } from './config-buildpacks';
 import { acmeConfig, type AcmeConfig } from './config-acme';
 import { appsUrlSettings, type AppsUrlSettings } from './config-public';
 import { eventCoreSettings, eventSettings, type EventSettings } from './config-events';
@@ -299,8 +299,8 @@ function readOnlyPaths(env: Env): string[] {
   return paths;
 }
 
-/** The confinement of apps, or null when the operator switched it off. */
-function sandbox(env: Env): SandboxOptions | null {
+/** The confinement of apps, or null when the operator switched it off; its build steps reach `buildAllowed` too (BUILD_NETWORK_ALLOW). */
+function sandbox(env: Env, buildAllowed: BuildDestination[]): SandboxOptions | null {
   if (flag(env, UNSAFE_SWITCH, false)) return null;
   return {
     uidRange: uidRange(env),
@@ -314,7 +314,7 @@ function sandbox(env: Env): SandboxOptions | null {
     defaultMemory: defaultMemory(env, 'SANDBOX_DEFAULT_MEMORY'),
     defaultCpu: defaultCpu(env, 'SANDBOX_DEFAULT_CPU'),
     // Build steps in the sandbox reach what builds on an engine reach.
-    buildAllowed: buildNetworkAllow(env),
+    buildAllowed,
   };
 }
 
@@ -371,6 +371,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     throw new ConfigError('DATABASE_URL', 'must be a postgres:// or postgresql:// URL (leave it unset for the embedded SQLite database)');
   }
   const registry = registrySetting(env);
+  const buildpacks = buildpackSettings(env, (name, fallback, min, max) => integer(env, name, fallback, min, max));
   const secretKey = env.SECRET_KEY?.trim() ? env.SECRET_KEY.trim() : null;
   if (secretKey === null && production) throw new ConfigError('SECRET_KEY', 'is required when NODE_ENV=production');
   if (secretKey !== null && secretKey.length < 32) throw new ConfigError('SECRET_KEY', 'must be at least 32 characters');
@@ -431,7 +432,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
       portRange: portRange(env),
       healthcheckTimeoutMs: integer(env, 'HEALTHCHECK_TIMEOUT', 30, 1, 3600) * 1000,
       stopTimeoutMs: integer(env, 'PROCESS_STOP_TIMEOUT_SECONDS', 10, 0, 600) * 1000,
-      sandbox: sandbox(env),
+      sandbox: sandbox(env, buildpacks.networkAllow),
     },
     docker: docker(env, registry),
     swarm: swarm(env),
@@ -467,7 +468,7 @@ export function loadConfig(env: Env = process.env): ServerConfig {
     settings,
     // REGISTRY is checked whether or not images are built: a bad value stops the start either way.
     imageBuilds: imageBuilds(env, registry),
-    buildpacks: buildpackSettings(env, (name, fallback, min, max) => integer(env, name, fallback, min, max)),
+    buildpacks,
     events: eventSettings(env, (name, fallback, min, max) => integer(env, name, fallback, min, max)),
     registryLogin: registryLogin(env, registry),
     acme: acmeConfig(env, (name, fallback, min, max) => integer(env, name, fallback, min, max)),

@@ -61,6 +61,7 @@ describe('GitBuildpackCatalog', () => {
 
       expect(await catalog.installed()).toEqual([
         { name: 'node', directory: join(BUILTIN_BUILDPACKS_DIR, 'node'), needs: 'a package.json' },
+        { name: 'python', directory: join(BUILTIN_BUILDPACKS_DIR, 'python'), needs: 'a requirements.txt or a pyproject.toml' },
         { name: 'static', directory: join(BUILTIN_BUILDPACKS_DIR, 'static'), needs: 'an index.html at its root or in public/' },
         { name: 'plain', directory: join(BUILTIN_BUILDPACKS_DIR, 'plain'), needs: null },
       ]);
@@ -82,7 +83,7 @@ describe('GitBuildpackCatalog', () => {
 
       const catalog = new GitBuildpackCatalog({ builtinDir: BUILTIN_BUILDPACKS_DIR, operatorDir: operator, fetchDir: join(root, 'f') });
 
-      expect((await catalog.installed()).map((pack) => pack.name)).toEqual(['Go-1.22', 'elixir', 'ruby', 'node', 'static', 'plain']);
+      expect((await catalog.installed()).map((pack) => pack.name)).toEqual(['Go-1.22', 'elixir', 'ruby', 'node', 'python', 'static', 'plain']);
       expect((await catalog.installed())[2]).toEqual({ name: 'ruby', directory: join(operator, 'ruby') });
     });
 
@@ -95,6 +96,7 @@ describe('GitBuildpackCatalog', () => {
       expect(await catalog.installed()).toEqual([
         { name: 'zig', directory: join(operator, 'zig') },
         { name: 'node', directory: join(BUILTIN_BUILDPACKS_DIR, 'node'), needs: 'a package.json' },
+        { name: 'python', directory: join(BUILTIN_BUILDPACKS_DIR, 'python'), needs: 'a requirements.txt or a pyproject.toml' },
         { name: 'static', directory: join(BUILTIN_BUILDPACKS_DIR, 'static'), needs: 'an index.html at its root or in public/' },
         { name: 'plain', directory: join(operator, 'plain') },
       ]);
@@ -103,7 +105,7 @@ describe('GitBuildpackCatalog', () => {
     it('lists only the built-ins when the operator\'s directory does not exist', async () => {
       const catalog = new GitBuildpackCatalog({ builtinDir: BUILTIN_BUILDPACKS_DIR, operatorDir: join(root, 'missing'), fetchDir: join(root, 'f') });
 
-      expect((await catalog.installed()).map((pack) => pack.name)).toEqual(['node', 'static', 'plain']);
+      expect((await catalog.installed()).map((pack) => pack.name)).toEqual(['node', 'python', 'static', 'plain']);
     });
   });
 

@@ -32,6 +32,7 @@ export * from './rules/domains';
 export * from './rules/fields';
 export * from './rules/limits';
 export * from './rules/login-throttle';
+export * from './rules/profile-scripts';
 export * from './rules/quotas';
 export * from './rules/releases';
 export * from './rules/rollbacks';

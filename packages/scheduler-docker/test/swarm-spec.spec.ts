@@ -1,4 +1,4 @@
-import type { ContainerSpec } from '@svc/core';
+import { withProfileScripts, type ContainerSpec } from '@svc/core';
 import { LABELS, logConfigOf, DEFAULT_LOG_LIMIT } from '../src';
 import {
   MEMBERS_LABEL,
@@ -78,13 +78,13 @@ describe('the task template of a container spec', () => {
     }
     // The image's own command runs under the drain wrapper.
     expect(cmd.ContainerSpec.Command?.slice(4)).toEqual(['node', 'server.js']);
-    expect(web.ContainerSpec.Command?.slice(4)).toEqual(['/bin/sh', '-c', 'run web']);
+    expect(web.ContainerSpec.Command?.slice(4)).toEqual(['/bin/sh', '-c', withProfileScripts('run web')]);
   });
 
   it('gives a type that is not routed its command, no health check and no drain', () => {
     const worker = template('worker', null);
     expect(worker.ContainerSpec.Healthcheck).toBeUndefined();
-    expect(worker.ContainerSpec.Command).toEqual(['/bin/sh', '-c', 'run worker']);
+    expect(worker.ContainerSpec.Command).toEqual(['/bin/sh', '-c', withProfileScripts('run worker')]);
     expect(worker.ContainerSpec.StopGracePeriod).toBe(10_000 * 1e6);
     // An image's own command is the image's: nothing is set.
     expect(template('worker', null, { command: null }).ContainerSpec.Command).toBeUndefined();
@@ -202,7 +202,7 @@ describe('a one-off job', () => {
     const made = jobSpec(settings, 'svc-run-1', { app: 'shop', release: 4, image: 'img', workdir: null, command: 'rake db:migrate', env: {}, timeoutSeconds: 60, outputLimitBytes: 1000 }, 5000, 'u');
     expect(made.Mode).toEqual({ ReplicatedJob: { MaxConcurrent: 1, TotalCompletions: 1 } });
     expect(made.TaskTemplate.RestartPolicy).toEqual({ Condition: 'none' });
-    expect(made.TaskTemplate.ContainerSpec.Command).toEqual(['/bin/sh', '-c', 'rake db:migrate']);
+    expect(made.TaskTemplate.ContainerSpec.Command).toEqual(['/bin/sh', '-c', withProfileScripts('rake db:migrate')]);
     expect(made.TaskTemplate.Resources.Limits).toEqual({ Pids: 256, MemoryBytes: 1024 ** 3, NanoCPUs: 1e9 });
     expect(made.Labels[LABELS.type]).toBe('run');
   });

@@ -18,6 +18,7 @@ import {
   restartBackoff,
   runTimeoutNote,
   startTimeoutOf,
+  withProfileScripts,
   type Clock,
   type ContainerSpec,
   type ContainerState,
@@ -212,13 +213,14 @@ export class ProcessScheduler implements Scheduler {
       port = await this.ports.allocate();
       const output = new CappedOutput(spec.outputLimitBytes);
       cgroup = await processCgroup(this.confinement.sandbox, 'run', null, null);
+      const command = withProfileScripts(spec.command);
       group = await spawnGroup({
-        command: spec.command,
+        command,
         cwd,
         env: this.confinement.environment(spec.env, cwd, port),
         nice: 0,
         onOutput: (chunk) => output.push(chunk),
-        sandboxed: this.confinement.sandboxed(spec.app, confinement, cwd, spec.command, 0, cgroup),
+        sandboxed: this.confinement.sandboxed(spec.app, confinement, cwd, command, 0, cgroup),
       });
       const started = group;
       oneOff.group = started;
@@ -341,14 +343,15 @@ export class ProcessScheduler implements Scheduler {
     const cgroup = await processCgroup(this.confinement.sandbox, 'ctr', container.memoryLimit, spec.cpu).catch((error: unknown) => {
       throw new SpawnFailed(`its cgroup could not be made: ${messageOf(error)}`);
     });
+    const command = withProfileScripts(spec.command as string);
     try {
       group = await spawnGroup({
-        command: spec.command as string,
+        command,
         cwd: container.cwd as string,
         env: this.confinement.environment(spec.env, container.cwd as string, container.port as number),
         nice: niceForCpuShares(spec.cpu),
         onOutput: (chunk, stream) => lines[stream].push(chunk).forEach(emit),
-        sandboxed: this.confinement.sandboxed(spec.app, container.confinement, container.cwd as string, spec.command as string, niceForCpuShares(spec.cpu), cgroup, 'container'),
+        sandboxed: this.confinement.sandboxed(spec.app, container.confinement, container.cwd as string, command, niceForCpuShares(spec.cpu), cgroup, 'container'),
       });
     } catch (error) {
       removeWhenGone(cgroup, null);

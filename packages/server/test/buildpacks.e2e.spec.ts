@@ -10,6 +10,7 @@ import { loadConfig, startServer, type RunningServer } from '../src';
 import { ApiClient, ownBuildNetwork, removeEngineInstance, signUp, testUidRange, viaRouter, type Session } from './support';
 import { serveGitOverHttp, type GitHttpServer } from './support/git-http';
 import { startNpmMirror, type NpmMirror } from './support/npm-mirror';
+import { startPythonIndex, type PythonIndex } from '../../buildpacks-git/test/support/python-index';
 
 jest.setTimeout(600_000);
 
@@ -151,6 +152,8 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
   /** The operator's package mirror on this machine (BUILD_NETWORK_ALLOW names it), and one it does not allow. */
   let mirror: NpmMirror;
   let unallowed: NpmMirror;
+  /** The operator's Python package index on this machine. */
+  let pythonIndex: PythonIndex;
   const mirrorAddress = hostAddresses()[0] ?? '127.0.0.1';
   const push = async (): Promise<{ code: number; output: string }> => {
     const outcome = await copy.git(['push', 'svc', 'main']);
@@ -187,6 +190,7 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
     git = await serveGitOverHttp(join(root, 'repos'));
     mirror = await startNpmMirror(mirrorAddress, 'svc-mirror-only', 'from the mirror');
     unallowed = await startNpmMirror(mirrorAddress, 'svc-mirror-only', 'from another mirror');
+    pythonIndex = await startPythonIndex(mirrorAddress, 'svc-greeting', 'hello from the index');
     server = await startServer(
       loadConfig({
         ...env(),
@@ -203,7 +207,7 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
         // Above what the apps here make (on Docker the stack image counts too), below what a hostile build asks for.
         BUILD_IMAGE_LIMIT_MB: '400',
         BUILD_CACHE_LIMIT_MB: '64',
-        BUILD_NETWORK_ALLOW: `${mirrorAddress}:${mirror.port}`,
+        BUILD_NETWORK_ALLOW: `${mirrorAddress}:${mirror.port}, ${mirrorAddress}:${pythonIndex.port}`,
       }),
       pino({ level: 'silent' }),
     );
@@ -221,6 +225,7 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
     await git?.close();
     await mirror?.close();
     await unallowed?.close();
+    await pythonIndex?.close();
     if (name === 'docker' && TEST_DOCKER_HOST !== null) {
       const docker: Docker = createEngine(TEST_DOCKER_HOST);
       const values = env();
@@ -335,6 +340,40 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
       expect((await alice.api.get<{ structure: Record<string, number> }>(`/v1/apps/${site}/`)).body.structure).toEqual({ web: 1 });
     } finally {
       await alice.api.delete(`/v1/apps/${site}/`).catch(() => undefined);
+    }
+  });
+
+  it("builds a Python app (requirements.txt from the operator's index, .python-version, a Procfile) into a virtualenv its web process runs from", async () => {
+    const python = `bpy${name.slice(0, 3)}-${tag}`;
+    const appPy = [
+      'import http.server, os, sys, svc_greeting',
+      'class Hello(http.server.BaseHTTPRequestHandler):',
+      '    def do_GET(self):',
+      "        body = ('%s from %s\\n' % (svc_greeting.GREETING, os.path.basename(sys.prefix))).encode()",
+      '        self.send_response(200)',
+      "        self.send_header('content-length', str(len(body)))",
+      '        self.end_headers()',
+      '        self.wfile.write(body)',
+      "http.server.HTTPServer(('', int(os.environ['PORT'])), Hello).serve_forever()",
+      '',
+    ].join('\n');
+    const files = { 'requirements.txt': 'svc-greeting==1.0.0\n', '.python-version': '3\n', Procfile: 'web: python app.py\n', 'app.py': appPy };
+    try {
+      // pip reads plain http only from a host named trusted.
+      const pushed = await pushToNewApp(python, files, { PIP_INDEX_URL: pythonIndex.url, PIP_TRUSTED_HOST: mirrorAddress });
+      expect(pushed.output).toContain('Python app detected');
+      if (name === 'docker') {
+        // The stack image (node and busybox) has no Python: the push is refused saying so.
+        expect(pushed.output).toContain('python3 is not on PATH: this stack has no Python.');
+        expect(pushed.code).not.toBe(0);
+        return;
+      }
+      expect(pushed.output).toContain('Successfully installed svc-greeting-1.0.0');
+      expect(pushed.code).toBe(0);
+      expect(await served(python)).toBe('hello from the index from .venv\n');
+      expect(pythonIndex.requests).toContain('/simple/svc-greeting/');
+    } finally {
+      await alice.api.delete(`/v1/apps/${python}/`).catch(() => undefined);
     }
   });
 

@@ -4,7 +4,7 @@
  * engine is not asked.
  */
 import { createHash } from 'node:crypto';
-import { isRoutedType, type ContainerSpec, type RunSpec } from '@svc/core';
+import { isRoutedType, withProfileScripts, type ContainerSpec, type RunSpec } from '@svc/core';
 import { LABELS, containerLimits, digestOf, environmentList, runParts, type ContainerLimits } from '../engine';
 import { startTimeoutOf, type EngineScheduling } from '../options';
 import { ownerLabels } from '../installation';
@@ -162,7 +162,7 @@ export function taskTemplate(settings: SpecSettings, input: TemplateInput): Task
   const { spec, own, port, digest } = input;
   const base = containerBase(settings, spec.image, environmentList(spec.env, own), spec.app, spec.type, spec.release, input.user);
   base.Labels[LABELS.spec] = digest;
-  const command = spec.command === null ? input.imageCommand : ['/bin/sh', '-c', spec.command];
+  const command = spec.command === null ? input.imageCommand : ['/bin/sh', '-c', withProfileScripts(spec.command)];
   const container: TaskTemplate['ContainerSpec'] = { ...base };
   if (port !== null) {
     // Swarm stops a replaced task on its own: it keeps serving while the router drops it.
@@ -246,7 +246,7 @@ export function jobSpec(settings: SpecSettings, name: string, spec: RunSpec, por
     TaskTemplate: {
       ContainerSpec: {
         ...containerBase(settings, spec.image, environmentList(spec.env, port), spec.app, 'run', spec.release, user),
-        Command: ['/bin/sh', '-c', spec.command],
+        Command: ['/bin/sh', '-c', withProfileScripts(spec.command)],
       },
       LogDriver: logDriver(settings),
       Resources: { Limits: limitsOf(settings.base.pidsLimit, limits) },

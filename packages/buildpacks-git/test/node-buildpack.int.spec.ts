@@ -285,3 +285,53 @@ describe.each(shellsToTest())('the Node.js buildpack under %s', (shell: Shell) =
     }
   }
 });
+
+/** A C addon on Node-API: `hello()` answers from compiled code. */
+const ADDON_C = `#include <node_api.h>
+
+static napi_value Hello(napi_env env, napi_callback_info info) {
+  napi_value result;
+  napi_create_string_utf8(env, "hello from C", NAPI_AUTO_LENGTH, &result);
+  return result;
+}
+
+static napi_value Init(napi_env env, napi_value exports) {
+  napi_value fn;
+  napi_create_function(env, NULL, 0, Hello, NULL, &fn);
+  napi_set_named_property(env, exports, "hello", fn);
+  return exports;
+}
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, Init)
+`;
+
+describe('the Node.js buildpack with a native addon (the host as stack: its compiler and its node headers)', () => {
+  let root: string;
+
+  beforeAll(async () => {
+    root = await mkdtemp(join(tmpdir(), 'svc-bp-native-'));
+  });
+
+  afterAll(async () => {
+    await rm(root, { recursive: true, force: true });
+    await removeTools();
+  });
+
+  it("compiles a dependency's binding.gyp with node-gyp against the stack's headers, downloading nothing", async () => {
+    const build = join(root, 'build');
+    await packLocalPackage(join(build, 'vendor'), 'svc-native', "module.exports = require('./build/Release/addon.node');\n", { gypfile: true }, {
+      'binding.gyp': JSON.stringify({ targets: [{ target_name: 'addon', sources: ['addon.c'] }] }),
+      'addon.c': ADDON_C,
+    });
+    await writeApp(build, { dependencies: { 'svc-native': 'file:vendor/svc-native-1.0.0.tgz' } }, {}, true);
+
+    // No HOME and no node-gyp cache: headers that node-gyp would download have nowhere to come from.
+    const compiled = await runStep('sh', 'node', 'compile', [build, join(root, 'cache'), join(root, 'env')], join(root, 'npm-calls'));
+
+    expect(compiled.output).toContain('-----> Build succeeded');
+    expect(compiled.code).toBe(0);
+    expect(compiled.output).not.toMatch(/gyp http GET/);
+    const loaded = execFileSync(process.execPath, ['-e', "process.stdout.write(require('svc-native').hello())"], { cwd: build, encoding: 'utf8' });
+    expect(loaded).toBe('hello from C');
+  }, STEP_TIMEOUT_MS);
+});

@@ -90,10 +90,11 @@ export async function npmCalls(file: string): Promise<string[]> {
 }
 
 /** A local package as a tarball in `directory` (npm pack, no network): `file:` dependencies point at it. */
-export async function packLocalPackage(directory: string, name: string, source: string, extra: Record<string, unknown> = {}): Promise<string> {
+export async function packLocalPackage(directory: string, name: string, source: string, extra: Record<string, unknown> = {}, files: Record<string, string> = {}): Promise<string> {
   const work = await mkdtemp(join(tmpdir(), `svc-bp-pkg-${name}-`));
   await writeFile(join(work, 'package.json'), JSON.stringify({ name, version: '1.0.0', main: 'index.js', ...extra }));
   await writeFile(join(work, 'index.js'), source);
+  for (const [file, content] of Object.entries(files)) await writeFile(join(work, file), content);
   await mkdir(directory, { recursive: true });
   execFileSync(process.execPath, [NPM_CLI, 'pack', '--pack-destination', directory, '--silent'], { cwd: work, env: isolatedNpmEnv() });
   await rm(work, { recursive: true, force: true });

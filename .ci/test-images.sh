@@ -4,14 +4,15 @@
 #   TEST_NODE_BASE_IMAGE   scripts/make-node-base.sh          (this machine's node, git, busybox)
 #   TEST_CONTROLLER_IMAGE  scripts/build-image.sh --prebuilt  (the checkout, compiled here)
 #   TEST_POSTGRES_IMAGE    scripts/make-postgres-image.sh     (debootstrap: minutes)
+#   TEST_STACK_IMAGE       scripts/make-stack-image.sh --debian (debootstrap: about 5 minutes, 1.2 GB)
 # (PostgreSQL first: it needs no compiled code) and writes their `export` lines to the file
 # given as first argument. .ci/run runs it in the background while the swarms start and the
 # audit, typecheck and lint run, against the engine of $DOCKER_HOST.
 #
-# The node base and PostgreSQL images are kept between runs as `docker save` tarballs in
+# The node base, PostgreSQL and Debian stack images are kept between runs as `docker save` tarballs in
 # $SVC_CI_IMAGE_CACHE (default /var/cache/svc-ci-images), each named by a hash of what it is
 # made from: its script and the host's programs it copies; the PostgreSQL image's key also
-# holds the ISO week, so that Debian's updates come in within a week. A key that matches is a
+# holds the ISO week (the Debian stack's too), so that Debian's updates come in within a week. A key that matches is a
 # `docker load`; a miss (a new machine, a changed script) makes the image and keeps it, and the
 # tarballs of older keys go. The controller image is made anew each run (it is the code under
 # test). An image that cannot be made is left out of the file: its test then makes it itself
@@ -80,6 +81,16 @@ if cached "$node_base" "$node_key" scripts/make-node-base.sh "$node_base"; then
   fi
 else
   say "the node base image could not be made"
+fi
+
+# The Debian stack (the languages' buildpacks on an engine: packages/server/test/buildpacks.e2e.spec.ts).
+stack=svc-ci/stack:debian
+node_bin="$(readlink -f "$(command -v node)")"
+stack_key="$(printf '%s %s %s' "$(hash_of scripts/make-stack-image.sh)" "$(hash_of "$node_bin")" "$(date -u +%G-%V)" | sha256sum | cut -c1-16)"
+if cached "$stack" "$stack_key" scripts/make-stack-image.sh --debian "$stack"; then
+  echo "export TEST_STACK_IMAGE=$stack" >>"$out"
+else
+  say "the Debian stack image could not be made"
 fi
 
 say "done after $((SECONDS - started)) s"

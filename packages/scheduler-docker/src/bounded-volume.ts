@@ -71,7 +71,8 @@ export function attachScript(file: string, bytes: number, fresh: boolean, link: 
     'ln -f "$f" "$l"',
     'i=0',
     'until losetup -f "$l" 2>/dev/null; do i=$((i + 1)); [ $i -lt 20 ] || { rm -f "$l"; echo "no free loop device" >&2; exit 1; }; sleep 0.2; done',
-    `d=$(losetup -a | sed -n "s#^\\(/dev/loop[0-9]*\\): .* $l\\$#\\1#p" | head -n 1)`,
+    // busybox's `losetup -a` ends its lines with the file, util-linux's (a Debian stack) with it in parentheses.
+    `d=$(losetup -a | sed -n "s#^\\(/dev/loop[0-9]*\\): .* (\\{0,1\\}$l)\\{0,1\\}\\$#\\1#p" | head -n 1)`,
     'rm -f "$l"',
     '[ -n "$d" ] || { echo "the loop device was not found" >&2; exit 1; }',
     'if [ -n "${new:-}" ]; then',
@@ -92,7 +93,7 @@ export function attachScript(file: string, bytes: number, fresh: boolean, link: 
  */
 export function detachScript(device: string, link: string): string {
   if (!/^\/dev\/loop[0-9]+$/.test(device) || !/^[A-Za-z0-9-]+$/.test(link)) throw new Error(`unusable loop device ${device} or link ${link}`);
-  return `if losetup -a | grep -q '^${device}: .* ${BACKING}/${link}.img'; then losetup -d ${device}; fi`;
+  return `if losetup -a | grep -q '^${device}: .*[ (]${BACKING}/${link}.img'; then losetup -d ${device}; fi`;
 }
 
 /**

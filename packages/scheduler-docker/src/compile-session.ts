@@ -135,7 +135,9 @@ export class DockerCompileSession implements CompileSession {
       if (this.expired) throw this.timeUp();
       await this.container.remove({ force: true }).catch(() => undefined);
       this.image = await this.commitApp();
-      const size = (await docker.getImage(this.image).inspect()).Size;
+      // What the build made: the image without the stack's layers, which every build shares (the operator's choice, not the app's).
+      const [made, stack] = await Promise.all([docker.getImage(this.image).inspect(), docker.getImage(this.settings.stackImage).inspect()]);
+      const size = Math.max(0, made.Size - stack.Size);
       if (size > this.settings.imageLimitBytes) throw buildFailed(buildOverImageLimit(size, this.settings.imageLimitBytes));
       clearTimeout(this.timer);
       await this.releaseVolumes();

@@ -62,6 +62,7 @@ describe('GitBuildpackCatalog', () => {
       expect(await catalog.installed()).toEqual([
         { name: 'node', directory: join(BUILTIN_BUILDPACKS_DIR, 'node'), needs: 'a package.json' },
         { name: 'python', directory: join(BUILTIN_BUILDPACKS_DIR, 'python'), needs: 'a requirements.txt or a pyproject.toml' },
+        { name: 'go', directory: join(BUILTIN_BUILDPACKS_DIR, 'go'), needs: 'a go.mod' },
         { name: 'static', directory: join(BUILTIN_BUILDPACKS_DIR, 'static'), needs: 'an index.html at its root or in public/' },
         { name: 'plain', directory: join(BUILTIN_BUILDPACKS_DIR, 'plain'), needs: null },
       ]);
@@ -83,7 +84,7 @@ describe('GitBuildpackCatalog', () => {
 
       const catalog = new GitBuildpackCatalog({ builtinDir: BUILTIN_BUILDPACKS_DIR, operatorDir: operator, fetchDir: join(root, 'f') });
 
-      expect((await catalog.installed()).map((pack) => pack.name)).toEqual(['Go-1.22', 'elixir', 'ruby', 'node', 'python', 'static', 'plain']);
+      expect((await catalog.installed()).map((pack) => pack.name)).toEqual(['Go-1.22', 'elixir', 'ruby', 'node', 'python', 'go', 'static', 'plain']);
       expect((await catalog.installed())[2]).toEqual({ name: 'ruby', directory: join(operator, 'ruby') });
     });
 
@@ -97,6 +98,7 @@ describe('GitBuildpackCatalog', () => {
         { name: 'zig', directory: join(operator, 'zig') },
         { name: 'node', directory: join(BUILTIN_BUILDPACKS_DIR, 'node'), needs: 'a package.json' },
         { name: 'python', directory: join(BUILTIN_BUILDPACKS_DIR, 'python'), needs: 'a requirements.txt or a pyproject.toml' },
+        { name: 'go', directory: join(BUILTIN_BUILDPACKS_DIR, 'go'), needs: 'a go.mod' },
         { name: 'static', directory: join(BUILTIN_BUILDPACKS_DIR, 'static'), needs: 'an index.html at its root or in public/' },
         { name: 'plain', directory: join(operator, 'plain') },
       ]);
@@ -105,7 +107,7 @@ describe('GitBuildpackCatalog', () => {
     it('lists only the built-ins when the operator\'s directory does not exist', async () => {
       const catalog = new GitBuildpackCatalog({ builtinDir: BUILTIN_BUILDPACKS_DIR, operatorDir: join(root, 'missing'), fetchDir: join(root, 'f') });
 
-      expect((await catalog.installed()).map((pack) => pack.name)).toEqual(['node', 'python', 'static', 'plain']);
+      expect((await catalog.installed()).map((pack) => pack.name)).toEqual(['node', 'python', 'go', 'static', 'plain']);
     });
   });
 

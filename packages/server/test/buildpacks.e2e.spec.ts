@@ -25,7 +25,8 @@ jest.setTimeout(600_000);
  * a static site is served by the stack's static file server; a .buildpacks file runs each buildpack
  * it lists in order; a dependency installs from the operator's mirror on this machine
  * (BUILD_NETWORK_ALLOW), and another port of that machine stays out of reach; a Python app
- * installs its requirements from the operator's index into a virtualenv its web process runs from.
+ * installs its requirements from the operator's index into a virtualenv its web process runs from;
+ * a Go module with a vendored dependency builds into its web program.
  */
 
 const TEST_DOCKER_HOST = process.env.TEST_DOCKER_HOST?.trim() || null;
@@ -379,6 +380,47 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
       expect(pythonIndex.requests).toContain('/simple/svc-greeting/');
     } finally {
       await alice.api.delete(`/v1/apps/${python}/`).catch(() => undefined);
+    }
+  });
+
+  it('builds a Go module with a vendored dependency (nothing fetched: GOPROXY=off) into its one program, the web process', async () => {
+    const go = `bpg${name.slice(0, 3)}-${tag}`;
+    const files = {
+      'go.mod': 'module example.com/hello\n\ngo 1.19\n\nrequire example.com/greeting v1.0.0\n',
+      'main.go': [
+        'package main',
+        '',
+        'import (',
+        '\t"fmt"',
+        '\t"net/http"',
+        '\t"os"',
+        '',
+        '\t"example.com/greeting"',
+        ')',
+        '',
+        'func main() {',
+        '\thttp.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, greeting.Text) })',
+        '\tpanic(http.ListenAndServe(":"+os.Getenv("PORT"), nil))',
+        '}',
+        '',
+      ].join('\n'),
+      'vendor/modules.txt': '# example.com/greeting v1.0.0\n## explicit\nexample.com/greeting\n',
+      'vendor/example.com/greeting/greeting.go': 'package greeting\n\nconst Text = "hello from a vendored Go module"\n',
+    };
+    try {
+      const pushed = await pushToNewApp(go, files, { GOPROXY: 'off' });
+      expect(pushed.output).toContain('Go app detected');
+      if (name === 'docker' && TEST_STACK_IMAGE === null) {
+        if (process.env.CI === 'true') throw new Error('TEST_STACK_IMAGE is not set: .ci/test-images.sh makes the Debian stack (scripts/make-stack-image.sh --debian)');
+        expect(pushed.output).toContain('go is not on PATH: this stack has no Go.');
+        expect(pushed.code).not.toBe(0);
+        return;
+      }
+      expect(pushed.output).toContain('Using vendor/ (nothing is fetched)');
+      expect(pushed.code).toBe(0);
+      expect(await served(go)).toBe('hello from a vendored Go module\n');
+    } finally {
+      await alice.api.delete(`/v1/apps/${go}/`).catch(() => undefined);
     }
   });
 

@@ -1,9 +1,8 @@
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { BUSYBOX, removeTools, runStep } from './support/buildpack-run';
+import { expectRefusedWithoutTool, removeTools, runAsProcess, runStep } from './support/buildpack-run';
 
 /*
  * The built-in Go buildpack (buildpacks/go) run as a build runner would, with this machine's
@@ -30,14 +29,6 @@ async function writeTree(root: string, files: Record<string, string>): Promise<v
     await mkdir(dirname(join(root, name)), { recursive: true });
     await writeFile(join(root, name), content);
   }
-}
-
-/** Runs `command` as a process of the app would: the build's .profile.d sourced first. */
-function runAsProcess(build: string, command: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const script = `for f in ${build}/.profile.d/*.sh; do . "$f"; done\n${command}`;
-    execFile('/bin/sh', ['-c', script], { cwd: '/', env: { PATH: SYSTEM_PATH } }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout.trim())));
-  });
 }
 
 describe('the Go buildpack', () => {
@@ -105,13 +96,6 @@ describe('the Go buildpack', () => {
     expect(library.code).toBe(1);
     expect(library.output).toContain('The module has no main package: nothing to run');
 
-    if (BUSYBOX === null) {
-      if (process.env.CI === 'true') throw new Error('busybox is missing (apt-get install busybox-static)');
-      process.stdout.write('busybox is missing: the stack without Go is not tried\n');
-      return;
-    }
-    const bare = await runStep('busybox', 'go', 'compile', [build, join(root, 'cache'), join(root, 'env')], join(root, 'npm-calls'));
-    expect(bare.code).toBe(1);
-    expect(bare.output).toContain('go is not on PATH: this stack has no Go.');
+    await expectRefusedWithoutTool('go', [build, join(root, 'cache'), join(root, 'env')], 'go', 'Go');
   });
 });

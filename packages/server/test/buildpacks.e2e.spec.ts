@@ -183,6 +183,17 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
     const outcome = await own.git(['push', 'svc', 'main']);
     return { code: outcome.code ?? -1, output: `${outcome.stdout}${outcome.stderr}` };
   };
+  /**
+   * On an engine with the default stack (node and busybox, no other language), whether the push
+   * was refused saying the stack lacks `program`; false where the stack has the languages.
+   */
+  const refusedForLackOf = (program: string, language: string, pushed: { code: number; output: string }): boolean => {
+    if (name !== 'docker' || TEST_STACK_IMAGE !== null) return false;
+    if (process.env.CI === 'true') throw new Error('TEST_STACK_IMAGE is not set: .ci/test-images.sh makes the Debian stack (scripts/make-stack-image.sh --debian)');
+    expect(pushed.output).toContain(`${program} is not on PATH: this stack has no ${language}.`);
+    expect(pushed.code).not.toBe(0);
+    return true;
+  };
   const served = async (id: string): Promise<string> => {
     const answer = await viaRouter(server.routerPort ?? 0, id);
     return answer.status === 200 ? answer.text : `${answer.status} ${answer.text}`;
@@ -367,13 +378,7 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
       // pip reads plain http only from a host named trusted.
       const pushed = await pushToNewApp(python, files, { PIP_INDEX_URL: pythonIndex.url, PIP_TRUSTED_HOST: mirrorAddress });
       expect(pushed.output).toContain('Python app detected');
-      if (name === 'docker' && TEST_STACK_IMAGE === null) {
-        if (process.env.CI === 'true') throw new Error('TEST_STACK_IMAGE is not set: .ci/test-images.sh makes the Debian stack (scripts/make-stack-image.sh --debian)');
-        // The default stack image (node and busybox) has no Python: the push is refused saying so.
-        expect(pushed.output).toContain('python3 is not on PATH: this stack has no Python.');
-        expect(pushed.code).not.toBe(0);
-        return;
-      }
+      if (refusedForLackOf('python3', 'Python', pushed)) return;
       expect(pushed.output).toContain('Successfully installed svc-greeting-1.0.0');
       expect(pushed.code).toBe(0);
       expect(await served(python)).toBe('hello from the index from .venv\n');
@@ -410,12 +415,7 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
     try {
       const pushed = await pushToNewApp(go, files, { GOPROXY: 'off' });
       expect(pushed.output).toContain('Go app detected');
-      if (name === 'docker' && TEST_STACK_IMAGE === null) {
-        if (process.env.CI === 'true') throw new Error('TEST_STACK_IMAGE is not set: .ci/test-images.sh makes the Debian stack (scripts/make-stack-image.sh --debian)');
-        expect(pushed.output).toContain('go is not on PATH: this stack has no Go.');
-        expect(pushed.code).not.toBe(0);
-        return;
-      }
+      if (refusedForLackOf('go', 'Go', pushed)) return;
       expect(pushed.output).toContain('Using vendor/ (nothing is fetched)');
       expect(pushed.code).toBe(0);
       expect(await served(go)).toBe('hello from a vendored Go module\n');

@@ -1,5 +1,5 @@
 /// <reference types="jest" />
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -77,6 +77,29 @@ export function runStep(shell: Shell, pack: string, step: string, args: string[]
     child.stderr.on('data', (chunk: Buffer) => chunks.push(chunk));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, output: Buffer.concat(chunks).toString('utf8') }));
+  });
+}
+
+/**
+ * Runs `pack`'s compile under busybox with nothing but busybox's applets and node (the busybox
+ * stack) and checks that it is refused for lack of `program`; says so when busybox is missing.
+ */
+export async function expectRefusedWithoutTool(pack: string, args: string[], program: string, language: string): Promise<void> {
+  if (BUSYBOX === null) {
+    if (process.env.CI === 'true') throw new Error('busybox is missing (apt-get install busybox-static)');
+    process.stdout.write(`busybox is missing: the stack without ${language} is not tried\n`);
+    return;
+  }
+  const bare = await runStep('busybox', pack, 'compile', args, join(args[1] ?? tmpdir(), 'npm-calls'));
+  expect(bare.code).toBe(1);
+  expect(bare.output).toContain(`${program} is not on PATH: this stack has no ${language}.`);
+}
+
+/** Runs `command` under sh as a process of the app would: the build's .profile.d sourced first. */
+export function runAsProcess(build: string, command: string, path = '/usr/bin:/bin'): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const script = `for f in ${build}/.profile.d/*.sh; do . "$f"; done\n${command}`;
+    execFile('/bin/sh', ['-c', script], { cwd: build, env: { PATH: path } }, (error, stdout, stderr) => (error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(stdout.trim())));
   });
 }
 

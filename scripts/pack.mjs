@@ -24,7 +24,7 @@ const say = (line) => process.stderr.write(`${line}\n`);
 // What a package reads at run time from its own folder, beside its code: each must be in its
 // tarball, and the scripts among them executable.
 const RUNTIME_FILES = {
-  '@svc/buildpacks-git': ['buildpacks/node/bin/detect', 'buildpacks/node/bin/compile', 'buildpacks/node/bin/release', 'buildpacks/python/bin/detect', 'buildpacks/python/bin/compile', 'buildpacks/python/bin/release', 'buildpacks/python/lib/compile.py', 'buildpacks/go/bin/detect', 'buildpacks/go/bin/compile', 'buildpacks/go/bin/release', 'buildpacks/static/bin/detect', 'buildpacks/static/bin/compile', 'buildpacks/static/bin/release', 'buildpacks/static/lib/static-server.js', 'buildpacks/plain/bin/detect', 'buildpacks/plain/bin/compile', 'buildpacks/plain/bin/release'],
+  '@svc/buildpacks-git': ['buildpacks/node/bin/detect', 'buildpacks/node/bin/compile', 'buildpacks/node/bin/release', 'buildpacks/python/bin/detect', 'buildpacks/python/bin/compile', 'buildpacks/python/bin/release', 'buildpacks/python/lib/compile.py', 'buildpacks/go/bin/detect', 'buildpacks/go/bin/compile', 'buildpacks/go/bin/release', 'buildpacks/ruby/bin/detect', 'buildpacks/ruby/bin/compile', 'buildpacks/ruby/bin/release', 'buildpacks/static/bin/detect', 'buildpacks/static/bin/compile', 'buildpacks/static/bin/release', 'buildpacks/static/lib/static-server.js', 'buildpacks/plain/bin/detect', 'buildpacks/plain/bin/compile', 'buildpacks/plain/bin/release'],
   '@svc/scheduler-docker': ['scripts/make-stack-image.sh'],
   '@svc/dashboard': ['public/index.html', 'public/js/main.js'],
   '@svc/cli': ['bin/svc.js'],

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 export const BUILDPACK_SCRIPTS = ['detect', 'compile', 'release'] as const;
 
 /** The built-in buildpacks in the order they are tried; the plain one, which detects any app, is last. */
-export const BUILTIN_BUILDPACKS = ['node', 'python', 'go', 'static', 'plain'] as const;
+export const BUILTIN_BUILDPACKS = ['node', 'python', 'go', 'ruby', 'static', 'plain'] as const;
 
 /**
  * Whether `name` is a safe name for an installed buildpack's directory: letters, digits,

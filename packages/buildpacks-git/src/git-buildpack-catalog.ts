@@ -7,7 +7,7 @@ import { BUILDPACK_FETCH, fetchKey, fetchedName, isFetchableRef, isFetchableUrl,
 import { FetchFailure, fetchIntoDirectory } from './git-fetch';
 
 /** What each built-in buildpack's bin/detect looks for, told to a pusher whose app none detected. */
-const BUILTIN_NEEDS: Record<(typeof BUILTIN_BUILDPACKS)[number], string | null> = { node: 'a package.json', python: 'a requirements.txt or a pyproject.toml', go: 'a go.mod', static: 'an index.html at its root or in public/', plain: null };
+const BUILTIN_NEEDS: Record<(typeof BUILTIN_BUILDPACKS)[number], string | null> = { node: 'a package.json', python: 'a requirements.txt or a pyproject.toml', go: 'a go.mod', ruby: 'a Gemfile', static: 'an index.html at its root or in public/', plain: null };
 
 // In the repository (and the controller's image) this package is packages/buildpacks-git and
 // the buildpacks are the repository's; an installed package (node_modules/@svc/…) holds its

@@ -63,6 +63,7 @@ describe('GitBuildpackCatalog', () => {
         { name: 'node', directory: join(BUILTIN_BUILDPACKS_DIR, 'node'), needs: 'a package.json' },
         { name: 'python', directory: join(BUILTIN_BUILDPACKS_DIR, 'python'), needs: 'a requirements.txt or a pyproject.toml' },
         { name: 'go', directory: join(BUILTIN_BUILDPACKS_DIR, 'go'), needs: 'a go.mod' },
+        { name: 'ruby', directory: join(BUILTIN_BUILDPACKS_DIR, 'ruby'), needs: 'a Gemfile' },
         { name: 'static', directory: join(BUILTIN_BUILDPACKS_DIR, 'static'), needs: 'an index.html at its root or in public/' },
         { name: 'plain', directory: join(BUILTIN_BUILDPACKS_DIR, 'plain'), needs: null },
       ]);
@@ -84,8 +85,9 @@ describe('GitBuildpackCatalog', () => {
 
       const catalog = new GitBuildpackCatalog({ builtinDir: BUILTIN_BUILDPACKS_DIR, operatorDir: operator, fetchDir: join(root, 'f') });
 
-      expect((await catalog.installed()).map((pack) => pack.name)).toEqual(['Go-1.22', 'elixir', 'ruby', 'node', 'python', 'go', 'static', 'plain']);
-      expect((await catalog.installed())[2]).toEqual({ name: 'ruby', directory: join(operator, 'ruby') });
+      expect((await catalog.installed()).map((pack) => pack.name)).toEqual(['Go-1.22', 'elixir', 'node', 'python', 'go', 'ruby', 'static', 'plain']);
+      // The operator's ruby takes the built-in ruby's place.
+      expect((await catalog.installed())[5]).toEqual({ name: 'ruby', directory: join(operator, 'ruby') });
     });
 
     it('puts an operator\'s buildpack named like a built-in in the built-in\'s place, plain still last', async () => {
@@ -99,6 +101,7 @@ describe('GitBuildpackCatalog', () => {
         { name: 'node', directory: join(BUILTIN_BUILDPACKS_DIR, 'node'), needs: 'a package.json' },
         { name: 'python', directory: join(BUILTIN_BUILDPACKS_DIR, 'python'), needs: 'a requirements.txt or a pyproject.toml' },
         { name: 'go', directory: join(BUILTIN_BUILDPACKS_DIR, 'go'), needs: 'a go.mod' },
+        { name: 'ruby', directory: join(BUILTIN_BUILDPACKS_DIR, 'ruby'), needs: 'a Gemfile' },
         { name: 'static', directory: join(BUILTIN_BUILDPACKS_DIR, 'static'), needs: 'an index.html at its root or in public/' },
         { name: 'plain', directory: join(operator, 'plain') },
       ]);
@@ -107,7 +110,7 @@ describe('GitBuildpackCatalog', () => {
     it('lists only the built-ins when the operator\'s directory does not exist', async () => {
       const catalog = new GitBuildpackCatalog({ builtinDir: BUILTIN_BUILDPACKS_DIR, operatorDir: join(root, 'missing'), fetchDir: join(root, 'f') });
 
-      expect((await catalog.installed()).map((pack) => pack.name)).toEqual(['node', 'python', 'go', 'static', 'plain']);
+      expect((await catalog.installed()).map((pack) => pack.name)).toEqual(['node', 'python', 'go', 'ruby', 'static', 'plain']);
     });
   });
 

@@ -11,6 +11,7 @@ import { ApiClient, ownBuildNetwork, removeEngineInstance, signUp, testUidRange,
 import { serveGitOverHttp, type GitHttpServer } from './support/git-http';
 import { startNpmMirror, type NpmMirror } from './support/npm-mirror';
 import { startPythonIndex, type PythonIndex } from '../../buildpacks-git/test/support/python-index';
+import { vendoredGemApp } from '../../buildpacks-git/test/support/ruby-gems';
 
 jest.setTimeout(600_000);
 
@@ -26,7 +27,8 @@ jest.setTimeout(600_000);
  * it lists in order; a dependency installs from the operator's mirror on this machine
  * (BUILD_NETWORK_ALLOW), and another port of that machine stays out of reach; a Python app
  * installs its requirements from the operator's index into a virtualenv its web process runs from;
- * a Go module with a vendored dependency builds into its web program.
+ * a Go module with a vendored dependency builds into its web program; a Ruby app installs its
+ * gems from vendor/cache and runs under bundle exec.
  */
 
 const TEST_DOCKER_HOST = process.env.TEST_DOCKER_HOST?.trim() || null;
@@ -174,7 +176,7 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
     return logs;
   };
   /** Creates the app `id` and pushes a first commit of `files` to it from a working copy of its own; the caller deletes the app. */
-  const pushToNewApp = async (id: string, files: Record<string, string>, config: Record<string, string> = {}): Promise<{ code: number; output: string }> => {
+  const pushToNewApp = async (id: string, files: Record<string, string | Buffer>, config: Record<string, string> = {}): Promise<{ code: number; output: string }> => {
     expect((await alice.api.post('/v1/apps/', { id })).status).toBe(201);
     if (Object.keys(config).length > 0) expect((await alice.api.post(`/v1/apps/${id}/config/`, { values: config })).status).toBe(201);
     const own = await WorkingCopy.init(join(root, id), join(root, 'home'), key);
@@ -421,6 +423,33 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
       expect(await served(go)).toBe('hello from a vendored Go module\n');
     } finally {
       await alice.api.delete(`/v1/apps/${go}/`).catch(() => undefined);
+    }
+  });
+
+  it('builds a Ruby app with its gems in vendor/cache (nothing fetched) and serves it through bundle exec', async () => {
+    const ruby = `bpr${name.slice(0, 3)}-${tag}`;
+    const appRb = [
+      "require 'socket'",
+      "require 'svc_greeting'",
+      "server = TCPServer.new('0.0.0.0', Integer(ENV.fetch('PORT')))",
+      'loop do',
+      '  client = server.accept',
+      '  while (line = client.gets) && line != "\\r\\n"; end',
+      '  body = "#{SvcGreeting::TEXT} in #{ENV.fetch(\'RACK_ENV\')}\\n"',
+      '  client.write("HTTP/1.1 200 OK\\r\\ncontent-length: #{body.bytesize}\\r\\nconnection: close\\r\\n\\r\\n#{body}")',
+      '  client.close',
+      'end',
+      '',
+    ].join('\n');
+    try {
+      const pushed = await pushToNewApp(ruby, { ...(await vendoredGemApp('hello from a vendored gem')), Procfile: 'web: bundle exec ruby app.rb\n', 'app.rb': appRb });
+      expect(pushed.output).toContain('Ruby app detected');
+      if (refusedForLackOf('ruby', 'Ruby', pushed)) return;
+      expect(pushed.output).toContain('Installing from vendor/cache (nothing is fetched)');
+      expect(pushed.code).toBe(0);
+      expect(await served(ruby)).toBe('hello from a vendored gem in production\n');
+    } finally {
+      await alice.api.delete(`/v1/apps/${ruby}/`).catch(() => undefined);
     }
   });
 

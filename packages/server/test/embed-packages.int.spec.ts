@@ -213,7 +213,7 @@ describe('the @svc packages installed from their tarballs in a project outside t
 
     const installed = join(project, 'node_modules', '@svc');
     expect(answer.files.buildpacks).toBe(join(installed, 'buildpacks-git', 'buildpacks'));
-    for (const pack of ['node', 'python', 'go', 'static', 'plain']) for (const step of ['detect', 'compile', 'release']) accessSync(join(answer.files.buildpacks, pack, 'bin', step), constants.X_OK);
+    for (const pack of ['node', 'python', 'go', 'ruby', 'static', 'plain']) for (const step of ['detect', 'compile', 'release']) accessSync(join(answer.files.buildpacks, pack, 'bin', step), constants.X_OK);
     expect(answer.files.stackScript).toBe(join(installed, 'scheduler-docker', 'scripts', 'make-stack-image.sh'));
     accessSync(answer.files.stackScript, constants.X_OK);
     expect(readdirSync(join(installed, 'dashboard', 'public'))).toEqual(expect.arrayContaining(['index.html', 'js']));

@@ -113,7 +113,7 @@ export class WorkingCopy {
   }
 
   /** Writes files (path → content), commits them all, and resolves with the new commit's sha. */
-  async commit(files: Record<string, string>, message = 'change'): Promise<string> {
+  async commit(files: Record<string, string | Buffer>, message = 'change'): Promise<string> {
     for (const [path, content] of Object.entries(files)) {
       await mkdir(dirname(join(this.dir, path)), { recursive: true });
       await writeFile(join(this.dir, path), content);

@@ -21,27 +21,8 @@ export interface PythonIndex {
 /** The host's Python 3, which the process scheduler's sandbox runs (Debian's, with venv). */
 export const HOST_PYTHON = '/usr/bin/python3';
 
-/** Writes the wheel of `name` 1.0.0: one module `<name with _>` whose GREETING is `greeting`. */
-const WHEEL_SCRIPT = String.raw`
-import base64, hashlib, sys, zipfile
-out, project, greeting = sys.argv[1:4]
-module = project.replace('-', '_')
-info = '%s-1.0.0.dist-info' % module
-files = {
-    module + '.py': 'GREETING = %r\n' % greeting,
-    info + '/METADATA': 'Metadata-Version: 2.1\nName: %s\nVersion: 1.0.0\n' % project,
-    info + '/WHEEL': 'Wheel-Version: 1.0\nGenerator: svc-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n',
-}
-record = []
-with zipfile.ZipFile(out, 'w') as wheel:
-    for name, text in files.items():
-        data = text.encode()
-        wheel.writestr(name, data)
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()
-        record.append('%s,sha256=%s,%d' % (name, digest, len(data)))
-    record.append(info + '/RECORD,,')
-    wheel.writestr(info + '/RECORD', '\n'.join(record) + '\n')
-`;
+/** The script that writes a wheel (make-wheel.py beside this file). */
+export const MAKE_WHEEL = join(__dirname, 'make-wheel.py');
 
 function python(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -53,7 +34,7 @@ function python(args: string[]): Promise<void> {
 export async function startPythonIndex(address: string, project: string, greeting: string): Promise<PythonIndex> {
   const work = await mkdtemp(join(tmpdir(), 'svc-python-index-'));
   const wheelName = `${project.replace(/-/g, '_')}-1.0.0-py3-none-any.whl`;
-  await python(['-c', WHEEL_SCRIPT, join(work, wheelName), project, greeting]);
+  await python([MAKE_WHEEL, join(work, wheelName), project, greeting]);
   const wheel = await readFile(join(work, wheelName));
   await rm(work, { recursive: true, force: true });
   const requests: string[] = [];

@@ -1,23 +1,32 @@
 /*
- * `git push` figures: a Node.js app with express as its dependency, a lockfile and no
- * Procfile or Dockerfile, pushed to a fresh controller until the router serves it, then
- * pushed again with one source file changed until the router serves the new version. The
- * second push reuses the app's build cache (the installed modules, the lockfile unchanged).
- * Run on the process scheduler, and on the Docker scheduler when an engine is named
- * (TEST_DOCKER_HOST or DOCKER_HOST). Needs git, ssh and ssh-keygen, and the npm registry.
+ * `git push` figures, for each language of the built-in buildpacks (bench/src/push-apps.ts: a
+ * Node.js app with express from the npm registry and its lockfile, a Python app with a wheel,
+ * a Go app with a vendored module, a Ruby app with its gem in vendor/cache): pushed to a fresh
+ * controller until the router serves it, then pushed again with one source file changed until
+ * the router serves the new version. The second push reuses the app's build cache (installed
+ * modules, virtualenv, Go's build cache, gems). Run on the process scheduler (the host's
+ * languages), and on the Docker scheduler when an engine is named (TEST_DOCKER_HOST or
+ * DOCKER_HOST): Node.js on its stack, the other languages only with BENCH_STACK_IMAGE naming a
+ * stack that has them (`scripts/make-stack-image.sh --debian`). Needs git, ssh and ssh-keygen.
  */
 import { execFile } from 'node:child_process';
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { get } from './deploy-speed';
+import type { Language, PushApp } from './push-apps';
 import { api } from './docker';
 import { freePort, startServer, type ServerProcess } from './processes';
 
 /** What one scheduler's pushes measured, in milliseconds. */
 export interface PushResult {
   scheduler: 'process' | 'docker';
-  /** The first push (npm ci from the registry) until the router served the app. */
+  language: Language;
+  /** The app's dependency, as the report names it. */
+  what: string;
+  /** The Docker stack image (STACK_IMAGE), when not the default. */
+  stack: string | null;
+  /** The first push (dependencies installed) until the router served the app. */
   firstPushToServingMs: number;
   /** A second push, one file changed and the lockfile not, until the router served the new version. */
   secondPushToServingMs: number;
@@ -46,23 +55,24 @@ async function untilServed(port: number, app: string, expected: string, began: n
   }
 }
 
-const serverJs = (version: string): string =>
-  `const express = require('express');\nconst app = express();\napp.get('/', (req, res) => res.send('hello ${version}\\n'));\napp.listen(process.env.PORT);\n`;
-
-/** Writes the app and its lockfile (resolved from the npm registry) and commits it. */
-async function makeApp(dir: string, env: NodeJS.ProcessEnv): Promise<void> {
+/** Writes the app's first version and commits it. */
+async function makeApp(app: PushApp, dir: string, env: NodeJS.ProcessEnv): Promise<void> {
   await mkdir(dir, { recursive: true });
-  const manifest = { name: 'push-bench', version: '1.0.0', private: true, scripts: { start: 'node server.js' }, dependencies: { express: '^4.21.0' } };
-  await writeFile(join(dir, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
-  await writeFile(join(dir, 'server.js'), serverJs('v1'));
-  await exec('npm', ['install', '--package-lock-only', '--no-audit', '--no-fund'], { cwd: dir, env });
+  await app.write(dir, 'v1', true);
   await exec('git', ['init', '-q', '-b', 'main'], { cwd: dir, env });
   await exec('git', ['add', '.'], { cwd: dir, env });
   await exec('git', ['commit', '-q', '-m', 'first version'], { cwd: dir, env });
 }
 
-/** Pushes and changes the app on a controller of the given scheduler; cleans up after itself. */
-export async function benchPush(root: string, scheduler: 'process' | 'docker', dockerHost: string | null, log: (line: string) => void): Promise<PushResult> {
+/** Pushes and changes `pushed` on a controller of the given scheduler (and stack); cleans up after itself. */
+export async function benchPush(
+  root: string,
+  scheduler: 'process' | 'docker',
+  dockerHost: string | null,
+  log: (line: string) => void,
+  pushed: PushApp,
+  stack: string | null = null,
+): Promise<PushResult> {
   const work = await mkdtemp(join(tmpdir(), `svc-bench-push-${scheduler}-`));
   const tag = process.pid.toString(36);
   const gitPort = await freePort();
@@ -76,7 +86,7 @@ export async function benchPush(root: string, scheduler: 'process' | 'docker', d
     NODE_ENV: 'production',
     SECRET_KEY,
     ...(scheduler === 'docker' && dockerHost !== null
-      ? { DOCKER_HOST: dockerHost, DOCKER_NETWORK: `svc-pbench-${tag}`, DOCKER_BRIDGE: `svcp${tag}`.slice(0, 15), DOCKER_INSTANCE: `pbench-${tag}` }
+      ? { DOCKER_HOST: dockerHost, DOCKER_NETWORK: `svc-pbench-${tag}`, DOCKER_BRIDGE: `svcp${tag}`.slice(0, 15), DOCKER_INSTANCE: `pbench-${tag}`, ...(stack === null ? {} : { STACK_IMAGE: stack }) }
       : {}),
   };
   const home = join(work, 'home');
@@ -91,7 +101,7 @@ export async function benchPush(root: string, scheduler: 'process' | 'docker', d
     await exec('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-f', join(home, 'id'), '-C', 'bench@example.com'], { env: gitEnv });
     gitEnv.GIT_SSH_COMMAND = `ssh -i ${join(home, 'id')} -o IdentitiesOnly=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR -p ${gitPort}`;
     const appDir = join(work, 'app');
-    await makeApp(appDir, gitEnv);
+    await makeApp(pushed, appDir, gitEnv);
 
     server = await startServer(`controller (${scheduler})`, join(root, 'packages', 'server', 'dist', 'main.js'), env);
     const credentials = { username: 'pushbench', password: 'Push-bench-1', email: 'pushbench@example.com' };
@@ -103,21 +113,25 @@ export async function benchPush(root: string, scheduler: 'process' | 'docker', d
     const app = `pushbench-${tag}`;
     const created = await api(server.url, 'POST', '/v1/apps/', token, { id: app });
     if (created.status !== 201) throw new Error(`creating the app answered ${created.status}: ${JSON.stringify(created.json)}`);
+    if (Object.keys(pushed.config).length > 0) {
+      const config = await api(server.url, 'POST', `/v1/apps/${app}/config/`, token, { values: pushed.config });
+      if (config.status !== 201) throw new Error(`setting the config answered ${config.status}: ${JSON.stringify(config.json)}`);
+    }
     await exec('git', ['remote', 'add', 'svc', `ssh://git@127.0.0.1:${gitPort}/${app}.git`], { cwd: appDir, env: gitEnv });
 
-    log(`push (${scheduler}): first push of a Node.js app with express`);
+    log(`push (${scheduler}): first push of the ${pushed.language} app (${pushed.what})`);
     let began = performance.now();
     await exec('git', ['push', '-q', 'svc', 'main'], { cwd: appDir, env: gitEnv });
     const firstPushToServingMs = await untilServed(routerPort, app, 'hello v1', began);
 
-    await writeFile(join(appDir, 'server.js'), serverJs('v2'));
+    await pushed.write(appDir, 'v2', false);
     await exec('git', ['commit', '-q', '-am', 'second version'], { cwd: appDir, env: gitEnv });
     log(`push (${scheduler}): second push, one file changed`);
     began = performance.now();
     await exec('git', ['push', '-q', 'svc', 'main'], { cwd: appDir, env: gitEnv });
     const secondPushToServingMs = await untilServed(routerPort, app, 'hello v2', began);
     await api(server.url, 'DELETE', `/v1/apps/${app}/`, token);
-    return { scheduler, firstPushToServingMs, secondPushToServingMs, speedup: firstPushToServingMs / secondPushToServingMs };
+    return { scheduler, language: pushed.language, what: pushed.what, stack, firstPushToServingMs, secondPushToServingMs, speedup: firstPushToServingMs / secondPushToServingMs };
   } catch (error) {
     if (server !== null) log(`push (${scheduler}) failed; the controller: ${server.postMortem()}`);
     throw error;
@@ -130,10 +144,10 @@ export async function benchPush(root: string, scheduler: 'process' | 'docker', d
 /** The figures as lines of the report, with the issue's targets. */
 export function pushReport(results: PushResult[]): string {
   const fmt = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
-  const lines = ['', 'git push of a Node.js app (express, lockfile, no Procfile), push to served through the router:', ''];
+  const lines = ['', 'git push of an app of each language, push to served through the router:', ''];
   for (const r of results) {
     lines.push(
-      `  ${r.scheduler.padEnd(8)} first push ${fmt(r.firstPushToServingMs).padStart(8)}   second push (one file changed) ${fmt(r.secondPushToServingMs).padStart(8)}   ` +
+      `  ${r.scheduler.padEnd(8)} ${r.language.padEnd(7)} ${`(${r.what}${r.stack === null ? '' : `, stack ${r.stack}`})`.padEnd(62)} first push ${fmt(r.firstPushToServingMs).padStart(8)}   second push (one file changed) ${fmt(r.secondPushToServingMs).padStart(8)}   ` +
         `${r.speedup.toFixed(1)}x faster  [target >= 2x: ${r.speedup >= 2 ? 'yes' : 'NO'}; second < 5 s: ${r.secondPushToServingMs < 5000 ? 'yes' : 'NO'}]`,
     );
   }

@@ -24,6 +24,7 @@ import { startServer, type ServerProcess } from './processes';
 import { benchDeploySpeed, deploySpeedReport, type DeploySpeedResult } from './deploy-speed';
 import { benchDocker, dockerReport, type DockerResult } from './docker';
 import { benchPush, pushReport, type PushResult } from './push';
+import { pushApps } from './push-apps';
 import { benchRouter, routerReport, type RouterResult } from './router';
 import { benchScale, scaleReport, type ScaleResult } from './scale';
 import { evaluate, fmt, report, table, type ConfigRow, type DatabaseResult, type GrowthRow, type Kind, type Pair, type Side, type ThroughputRow } from './report';
@@ -421,9 +422,14 @@ async function main(): Promise<void> {
   }
   const pushes: PushResult[] = [];
   if (sections.includes('push')) {
-    pushes.push(await benchPush(ROOT, 'process', null, log));
-    if (dockerHost !== null) pushes.push(await benchPush(ROOT, 'docker', dockerHost, log));
-    else noEngine("the push figures are the process scheduler's only");
+    const stack = process.env.BENCH_STACK_IMAGE?.trim() || null;
+    for (const app of pushApps(ROOT)) {
+      pushes.push(await benchPush(ROOT, 'process', null, log, app));
+      if (dockerHost === null) continue;
+      if (app.language !== 'node' && stack === null) log(`push (docker): the ${app.language} app is not pushed: BENCH_STACK_IMAGE names no stack with ${app.language}`);
+      else pushes.push(await benchPush(ROOT, 'docker', dockerHost, log, app, stack));
+    }
+    if (dockerHost === null) noEngine("the push figures are the process scheduler's only");
     text += pushReport(pushes);
   }
   let router: RouterResult | null = null;

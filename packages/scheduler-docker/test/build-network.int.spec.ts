@@ -151,7 +151,8 @@ describeWithEngine('The build network against a real engine', () => {
       stackImage: stack,
       dockerHost: TEST_DOCKER_HOST,
       network: `${network}m`,
-      bridge: `${bridge}`.slice(0, 14) + 'm',
+      // Another bridge name however the first one ends (the same name would be refused by the engine).
+      bridge: `${bridge.slice(0, 14)}${bridge.endsWith('m') ? 'n' : 'm'}`,
       timeoutMs: 120_000,
       buildAllowed: [{ cidr: `${HOST_ADDRESS}/32`, port: mirrorPort }],
     });

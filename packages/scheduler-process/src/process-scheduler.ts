@@ -1,14 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import { join, resolve } from 'node:path';
+import { runOneOff } from './one-off-run';
 import {
   BatchedLogWriter,
-  CappedOutput,
   DEFAULT_PROBE_INTERVAL_MS,
   DEFAULT_SETTLE_MS,
   DEFAULT_START_TIMEOUT_MS,
   DEFAULT_STOP_TIMEOUT_MS,
   LineSplitter,
-  RUN_TIMEOUT_EXIT_CODE,
   SCHEDULER_LOG_SOURCE,
   endpointsOf,
   formatSeconds,
@@ -16,7 +14,6 @@ import {
   outputSource,
   readinessCheck,
   restartBackoff,
-  runTimeoutNote,
   startTimeoutOf,
   withProfileScripts,
   type Clock,
@@ -31,11 +28,11 @@ import { sleep, waitUntilUp } from '@svc/supervisor-node';
 import { niceForCpuShares } from './limits';
 import { PortAllocator, portIsFree } from './ports';
 import { procAvailable } from './proc';
-import { describeExit, drainGroup, exitCodeOf, spawnGroup, terminateGroup, type ExitStatus, type ProcessGroup } from './process-group';
+import { describeExit, spawnGroup, terminateGroup, type ExitStatus, type ProcessGroup } from './process-group';
 import { ProcessRecords } from './records';
 import type { LentUser } from './app-users';
 import type { Endpoint, ProcessSchedulerOptions, SandboxStatus } from './scheduler-options';
-import { outOfMemory, processCgroup, removeWhenGone, type ProcessCgroup } from './container-limits';
+import { outOfMemory, processCgroup, removeWhenGone } from './container-limits';
 import { supervised, type OneOff, type Supervised } from './supervised';
 import { MemoryWatch } from './memory-watch';
 import { AppDirectories } from './app-directories';
@@ -193,58 +190,14 @@ export class ProcessScheduler implements Scheduler {
   }
 
   /**
-   * Runs a one-off command with the release's environment and a PORT, and waits for it.
-   * Output (stdout and stderr as they arrive) is capped at the spec's limit; a command still
-   * running at its timeout is killed and reported with exit code 124.
-   * @throws Error when the command cannot be started.
+   * Runs a one-off command with the release's environment and a PORT, and waits for it
+   * (runOneOff). @throws Error when the command cannot be started.
    */
   async run(spec: RunSpec): Promise<RunResult> {
     this.assertOpen();
     await this.confinement.assertConfinable();
     this.assertOpen();
-    const oneOff: OneOff = { id: `run-${randomUUID()}`, app: spec.app, ownDirectory: spec.workdir === null, group: null };
-    this.runs.set(oneOff.id, oneOff);
-    let port: number | null = null;
-    let cgroup: ProcessCgroup | null = null;
-    let group: ProcessGroup | null = null;
-    try {
-      const cwd = await this.directories.workdir(spec.app, spec.workdir);
-      const confinement = await this.confinement.users.confine(spec.app, cwd);
-      port = await this.ports.allocate();
-      const output = new CappedOutput(spec.outputLimitBytes);
-      cgroup = await processCgroup(this.confinement.sandbox, 'run', null, null);
-      const command = withProfileScripts(spec.command);
-      group = await spawnGroup({
-        command,
-        cwd,
-        env: this.confinement.environment(spec.env, cwd, port),
-        nice: 0,
-        onOutput: (chunk) => output.push(chunk),
-        sandboxed: this.confinement.sandboxed(spec.app, confinement, cwd, command, 0, cgroup),
-      });
-      const started = group;
-      oneOff.group = started;
-      await recordGroup(this.records, this.canMeasure, oneOff.id, spec.app, 'run', started, cgroup?.cgroup ?? null);
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        void terminateGroup(started, 2000);
-      }, spec.timeoutSeconds * 1000);
-      const status = await started.exited;
-      clearTimeout(timer);
-      await drainGroup(started);
-      const oom = await outOfMemory(cgroup);
-      await cgroup?.cgroup.remove();
-      const notes = timedOut ? [runTimeoutNote(spec.timeoutSeconds)] : oom !== null ? [`a process ${oom}`] : [];
-      return { exitCode: timedOut ? RUN_TIMEOUT_EXIT_CODE : exitCodeOf(status), output: output.text(notes) };
-    } finally {
-      removeWhenGone(cgroup, group);
-      if (port !== null) this.ports.release(port);
-      this.records.remove(oneOff.id);
-      this.runs.delete(oneOff.id);
-      if (oneOff.ownDirectory) await this.directories.removeIfUnused(spec.app);
-      await this.confinement.users.sweep(spec.app);
-    }
+    return runOneOff({ directories: this.directories, confinement: this.confinement, ports: this.ports, records: this.records, canMeasure: this.canMeasure, runs: this.runs }, spec);
   }
 
   /** The current state of each known container; unknown ids are left out. */

@@ -9,9 +9,9 @@ import { sandboxUnavailable } from '../../scheduler-process/test/support/sandbox
 import { loadConfig, startServer, type RunningServer } from '../src';
 import { ApiClient, ownBuildNetwork, removeEngineInstance, signUp, testUidRange, viaRouter, type Session } from './support';
 import { serveGitOverHttp, type GitHttpServer } from './support/git-http';
+import { goApp, pythonApp, rubyApp } from './support/language-apps';
 import { startNpmMirror, type NpmMirror } from './support/npm-mirror';
 import { startPythonIndex, type PythonIndex } from '../../buildpacks-git/test/support/python-index';
-import { vendoredGemApp } from '../../buildpacks-git/test/support/ruby-gems';
 
 jest.setTimeout(600_000);
 
@@ -363,19 +363,7 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
 
   it("builds a Python app (requirements.txt from the operator's index, .python-version, a Procfile) into a virtualenv its web process runs from", async () => {
     const python = `bpy${name.slice(0, 3)}-${tag}`;
-    const appPy = [
-      'import http.server, os, sys, svc_greeting',
-      'class Hello(http.server.BaseHTTPRequestHandler):',
-      '    def do_GET(self):',
-      "        body = ('%s from %s\\n' % (svc_greeting.GREETING, os.path.basename(sys.prefix))).encode()",
-      '        self.send_response(200)',
-      "        self.send_header('content-length', str(len(body)))",
-      '        self.end_headers()',
-      '        self.wfile.write(body)',
-      "http.server.HTTPServer(('', int(os.environ['PORT'])), Hello).serve_forever()",
-      '',
-    ].join('\n');
-    const files = { 'requirements.txt': 'svc-greeting==1.0.0\n', '.python-version': '3\n', Procfile: 'web: python app.py\n', 'app.py': appPy };
+    const files = pythonApp();
     try {
       // pip reads plain http only from a host named trusted.
       const pushed = await pushToNewApp(python, files, { PIP_INDEX_URL: pythonIndex.url, PIP_TRUSTED_HOST: mirrorAddress });
@@ -392,28 +380,7 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
 
   it('builds a Go module with a vendored dependency (nothing fetched: GOPROXY=off) into its one program, the web process', async () => {
     const go = `bpg${name.slice(0, 3)}-${tag}`;
-    const files = {
-      'go.mod': 'module example.com/hello\n\ngo 1.19\n\nrequire example.com/greeting v1.0.0\n',
-      'main.go': [
-        'package main',
-        '',
-        'import (',
-        '\t"fmt"',
-        '\t"net/http"',
-        '\t"os"',
-        '',
-        '\t"example.com/greeting"',
-        ')',
-        '',
-        'func main() {',
-        '\thttp.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, greeting.Text) })',
-        '\tpanic(http.ListenAndServe(":"+os.Getenv("PORT"), nil))',
-        '}',
-        '',
-      ].join('\n'),
-      'vendor/modules.txt': '# example.com/greeting v1.0.0\n## explicit\nexample.com/greeting\n',
-      'vendor/example.com/greeting/greeting.go': 'package greeting\n\nconst Text = "hello from a vendored Go module"\n',
-    };
+    const files = goApp();
     try {
       const pushed = await pushToNewApp(go, files, { GOPROXY: 'off' });
       expect(pushed.output).toContain('Go app detected');
@@ -428,21 +395,8 @@ describe.each(CASES)('git push with buildpacks on the $name scheduler', ({ name,
 
   it('builds a Ruby app with its gems in vendor/cache (nothing fetched) and serves it through bundle exec', async () => {
     const ruby = `bpr${name.slice(0, 3)}-${tag}`;
-    const appRb = [
-      "require 'socket'",
-      "require 'svc_greeting'",
-      "server = TCPServer.new('0.0.0.0', Integer(ENV.fetch('PORT')))",
-      'loop do',
-      '  client = server.accept',
-      '  while (line = client.gets) && line != "\\r\\n"; end',
-      '  body = "#{SvcGreeting::TEXT} in #{ENV.fetch(\'RACK_ENV\')}\\n"',
-      '  client.write("HTTP/1.1 200 OK\\r\\ncontent-length: #{body.bytesize}\\r\\nconnection: close\\r\\n\\r\\n#{body}")',
-      '  client.close',
-      'end',
-      '',
-    ].join('\n');
     try {
-      const pushed = await pushToNewApp(ruby, { ...(await vendoredGemApp('hello from a vendored gem')), Procfile: 'web: bundle exec ruby app.rb\n', 'app.rb': appRb });
+      const pushed = await pushToNewApp(ruby, await rubyApp());
       expect(pushed.output).toContain('Ruby app detected');
       if (refusedForLackOf('ruby', 'Ruby', pushed)) return;
       expect(pushed.output).toContain('Installing from vendor/cache (nothing is fetched)');

@@ -29,6 +29,8 @@ export interface SessionSettings {
   /** The stack image the container was made of, with what its config says (restored in the committed image). */
   stackImage: string;
   stackConfig: { Cmd: string[] | null; Entrypoint: string[] | null };
+  /** The stack image's size: what a committed build holds besides what the build made. */
+  stackBytes: number;
   /** The labels the committed image carries. */
   labels: Record<string, string>;
   /** The file systems of the build's /app (dropped after it) and of its cache (the app's). */
@@ -136,8 +138,7 @@ export class DockerCompileSession implements CompileSession {
       await this.container.remove({ force: true }).catch(() => undefined);
       this.image = await this.commitApp();
       // What the build made: the image without the stack's layers, which every build shares (the operator's choice, not the app's).
-      const [made, stack] = await Promise.all([docker.getImage(this.image).inspect(), docker.getImage(this.settings.stackImage).inspect()]);
-      const size = Math.max(0, made.Size - stack.Size);
+      const size = Math.max(0, (await docker.getImage(this.image).inspect()).Size - this.settings.stackBytes);
       if (size > this.settings.imageLimitBytes) throw buildFailed(buildOverImageLimit(size, this.settings.imageLimitBytes));
       clearTimeout(this.timer);
       await this.releaseVolumes();

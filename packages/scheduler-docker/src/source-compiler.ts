@@ -232,6 +232,7 @@ export class DockerSourceCompiler implements SourceCompiler {
         appUuid: request.appUuid,
         stackImage: this.settings.stackImage,
         stackConfig: { Cmd: stack.Config.Cmd ?? null, Entrypoint: entrypoint.length > 0 ? entrypoint : null },
+        stackBytes: stack.Size,
         labels,
         volumes,
         cacheLimitBytes: this.settings.cacheLimitBytes,
